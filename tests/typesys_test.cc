@@ -1,0 +1,288 @@
+// Unit tests of typesys: meshes, types, typing rules, metrics, plan JSON.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+Mesh M(std::string_view text) {
+  absl::StatusOr<Mesh> mesh = ParseMesh(text);
+  EXPECT_TRUE(mesh.ok()) << mesh.status();
+  return *mesh;
+}
+
+DistType T(const Mesh& mesh, std::string_view text) {
+  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
+  EXPECT_TRUE(type.ok()) << type.status();
+  return *type;
+}
+
+std::string ErrorOf(const absl::Status& status) {
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  return std::string(status.message());
+}
+
+TEST(MeshTest, ParsesAndPrints) {
+  Mesh mesh = M(" x = 2 , y=4 ");
+  EXPECT_EQ(mesh.ToString(), "x=2,y=4");
+  EXPECT_EQ(mesh.num_devices(), 8);
+  EXPECT_EQ(mesh.AxisIndex("y"), 1);
+  EXPECT_EQ(mesh.AxisIndex("z"), -1);
+}
+
+TEST(MeshTest, RowMajorCoordinates) {
+  Mesh mesh = M("x=2,y=4");
+  EXPECT_EQ(mesh.Coordinates(5), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(mesh.DeviceId({1, 3}), 7);
+  for (int64_t d = 0; d < 8; ++d) EXPECT_EQ(mesh.DeviceId(mesh.Coordinates(d)), d);
+}
+
+TEST(MeshTest, GroupsFollowListedAxisOrder) {
+  Mesh mesh = M("x=2,y=4");
+  EXPECT_EQ(mesh.Group(5, {"y"}), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(mesh.Group(5, {"x"}), (std::vector<int64_t>{1, 5}));
+  EXPECT_EQ(mesh.Group(0, {"x", "y"}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // y major, x minor: the order of devices 0..7 interleaves.
+  EXPECT_EQ(mesh.Group(0, {"y", "x"}), (std::vector<int64_t>{0, 4, 1, 5, 2, 6, 3, 7}));
+  EXPECT_EQ(mesh.IndexOver(5, {"y", "x"}), 3);
+  EXPECT_EQ(mesh.IndexOver(5, {"x", "y"}), 5);
+}
+
+TEST(MeshTest, RejectsBadMeshes) {
+  EXPECT_NE(ErrorOf(ParseMesh("").status()).find("empty"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=2,x=3").status()).find("appears twice"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=0").status()).find("size 0"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=-3").status()).find("size -3"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x").status()).find("name=size"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=two").status()).find("'two'"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("1x=2").status()).find("identifier"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=99999999999999999999").status()).find("64-bit"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(ParseMesh("x=4096,y=4096").status()).find("more than"), std::string::npos);
+}
+
+TEST(TypeTest, ParsePrintCanonical) {
+  for (const char* text : {"f32[16{x,y},8] partial{z}", "f32[]", "bf16[4,4{y}]", "i8[] partial{x}",
+                           "i64[2{x},3,4{y,z}]"}) {
+    absl::StatusOr<DistType> type = ParseType(text);
+    ASSERT_TRUE(type.ok()) << text << ": " << type.status();
+    EXPECT_EQ(ToString(*type), text);
+  }
+}
+
+TEST(TypeTest, WhitespaceAndEmptyBraces) {
+  absl::StatusOr<DistType> type = ParseType("  f32 [ 16 { x , y } , 8{} ]  partial { z }  ");
+  ASSERT_TRUE(type.ok()) << type.status();
+  EXPECT_EQ(ToString(*type), "f32[16{x,y},8] partial{z}");
+  EXPECT_EQ(ToString(*ParseType("f32[8] partial{}")), "f32[8]");
+}
+
+TEST(TypeTest, PartialIsASet) {
+  EXPECT_EQ(*ParseType("f32[8] partial{x,y}"), *ParseType("f32[8] partial{y,x}"));
+  EXPECT_FALSE(*ParseType("f32[8{x,y}]") == *ParseType("f32[8{y,x}]"));
+}
+
+TEST(TypeTest, SyntaxErrorsNameThePosition) {
+  EXPECT_NE(ErrorOf(ParseType("f33[8]").status()).find("unknown element type 'f33'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[8{x}").status()).find("offset"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[8{x,}]").status()).find("mesh axis name"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[-8]").status()).find("dimension size"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[99999999999999999999]").status()).find("overflows"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[8] sum{x}").status()).find("partial"), std::string::npos);
+  EXPECT_NE(ErrorOf(ParseType("f32[8] partial{x} x").status()).find("after the type"),
+            std::string::npos);
+  ErrorOf(ParseType("").status());
+}
+
+TEST(TypeTest, ValidationMessages) {
+  Mesh mesh = M("x=2,y=4");
+  auto error = [&](const char* text) {
+    return ErrorOf(Validate(mesh, *ParseType(text)));
+  };
+  EXPECT_NE(error("f32[8{q}]").find("unknown mesh axis 'q' in dimension 0"), std::string::npos);
+  EXPECT_NE(error("f32[8{x},8{x}]").find("'x' is used twice"), std::string::npos);
+  EXPECT_NE(error("f32[8{x}] partial{x}").find("dimension 0 and partial"), std::string::npos);
+  EXPECT_NE(error("f32[0]").find("size 0"), std::string::npos);
+  EXPECT_NE(error("f32[12{x,y}]").find("size 12, not divisible by 8"), std::string::npos);
+  EXPECT_NE(error("f32[4611686018427387904,4]").find("overflows"), std::string::npos);
+  EXPECT_NE(error("f64[1152921504606846976]").find("overflows"), std::string::npos);
+  EXPECT_NE(error("f32[1099511627776,16384]").find("too large"), std::string::npos);
+}
+
+TEST(TypeTest, LocalShapesAndBlocks) {
+  Mesh mesh = M("x=2,y=4");
+  DistType type = T(mesh, "f32[16{x,y},8] ");
+  EXPECT_EQ(LocalShape(mesh, type), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(LocalBytes(mesh, type), 64);
+  // Device 6 = (x=1, y=2): block 1*4+2 = 6 in dimension 0.
+  EXPECT_EQ(BlockIndex(mesh, type, 6), (std::vector<int64_t>{6, 0}));
+  EXPECT_EQ(BlockOffset(mesh, type, 6), (std::vector<int64_t>{12, 0}));
+  DistType reversed = T(mesh, "f32[16{y,x},8]");
+  EXPECT_EQ(BlockIndex(mesh, reversed, 6), (std::vector<int64_t>{5, 0}));
+  DistType partial = T(mesh, "f32[8{y}] partial{x}");
+  EXPECT_EQ(SummandIndex(mesh, partial, 6), 1);
+  EXPECT_EQ(NumSummands(mesh, partial), 2);
+  EXPECT_EQ(AxisUse(partial, "x"), kPartial);
+  EXPECT_EQ(AxisUse(partial, "y"), 0);
+  EXPECT_EQ(GlobalElements(T(mesh, "f32[]")), 1);
+}
+
+TEST(RuleTest, EachCollective) {
+  Mesh mesh = M("x=2,y=4,z=2");
+  auto apply = [&](const char* in, const Collective& op) {
+    absl::StatusOr<DistType> out = ApplyRule(mesh, T(mesh, in), op);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? ToString(*out) : "";
+  };
+  EXPECT_EQ(apply("f32[16{x},8]", Collective::AllSlice({"y"}, 0)), "f32[16{x,y},8]");
+  EXPECT_EQ(apply("f32[16{x,y},8]", Collective::AllGather({"y"}, 0)), "f32[16{x},8]");
+  EXPECT_EQ(apply("f32[16{x,y},8]", Collective::AllGather({"x", "y"}, 0)), "f32[16,8]");
+  EXPECT_EQ(apply("f32[16{x,y},8]", Collective::AllToAll({"x", "y"}, 0, 1)), "f32[16,8{x,y}]");
+  EXPECT_EQ(apply("f32[16{x,y},8{z}]", Collective::AllToAll({"y"}, 0, 1)), "f32[16{x},8{z,y}]");
+  EXPECT_EQ(apply("f32[16,8] partial{x,z}", Collective::AllReduce({"z"})), "f32[16,8] partial{x}");
+  EXPECT_EQ(apply("f32[16,8] partial{x,z}", Collective::ReduceScatter({"z", "x"}, 1)),
+            "f32[16,8{z,x}]");
+}
+
+TEST(RuleTest, BrokenRulesAreNamed) {
+  Mesh mesh = M("x=2,y=4");
+  auto error = [&](const char* in, const Collective& op) {
+    return ErrorOf(ApplyRule(mesh, T(mesh, in), op).status());
+  };
+  EXPECT_NE(error("f32[8{x,y}]", Collective::AllGather({"x"}, 0)).find("does not end with [x]"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8{x}]", Collective::AllSlice({"x"}, 0)).find("already used"),
+            std::string::npos);
+  EXPECT_NE(error("f32[4{x}]", Collective::AllSlice({"y"}, 0)).find("cannot be split 8 ways"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8]", Collective::AllSlice({"y"}, 1)).find("out of range"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8{x},8]", Collective::AllToAll({"x"}, 0, 0)).find("same dimension"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8]", Collective::AllReduce({"x"})).find("not a partial axis"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8]", Collective::AllGather({}, 0)).find("mesh_axes is empty"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8{x}]", Collective::AllGather({"x", "x"}, 0)).find("appears twice"),
+            std::string::npos);
+  EXPECT_NE(error("f32[8{x}]", Collective::AllGather({"w"}, 0)).find("unknown mesh axis 'w'"),
+            std::string::npos);
+}
+
+TEST(RuleTest, PermuteRealisesBlocks) {
+  Mesh mesh = M("x=2,y=2");
+  DistType xy = T(mesh, "f32[8{x,y}]");
+  DistType yx = T(mesh, "f32[8{y,x}]");
+  // Devices 1 (x=0,y=1) and 2 (x=1,y=0) swap blocks; 0 and 3 keep theirs.
+  EXPECT_TRUE(CheckPermute(mesh, xy, Collective::Permute({{1, 2}, {2, 1}}), yx).ok());
+  EXPECT_NE(ErrorOf(CheckPermute(mesh, xy, Collective::Permute({{1, 2}}), yx)).find("device 1"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(CheckPermute(mesh, xy, Collective::Permute({{1, 2}, {1, 3}}), yx))
+                .find("source twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(CheckPermute(mesh, xy, Collective::Permute({{1, 9}}), yx)).find("outside"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(CheckPermute(mesh, xy, Collective::Permute({}), T(mesh, "f32[8{x}]")))
+                .find("local shapes differ"),
+            std::string::npos);
+}
+
+TEST(MetricsTest, BytesPerTable) {
+  Mesh mesh = M("x=2,y=4");
+  DistType in = T(mesh, "f32[16{x,y},8]");  // 64 local bytes
+  EXPECT_EQ(BytesReceived(mesh, in, Collective::AllGather({"y"}, 0), 0), 3 * 64);
+  EXPECT_EQ(BytesReceived(mesh, in, Collective::AllToAll({"x", "y"}, 0, 1), 3), 7 * 8);
+  EXPECT_EQ(BytesReceived(mesh, in, Collective::AllSlice({}, 1), 3), 0);
+  DistType partial = T(mesh, "f32[3] partial{y}");  // 12 bytes, ring all_reduce 2*3/4*12 = 18
+  EXPECT_EQ(BytesReceived(mesh, partial, Collective::AllReduce({"y"}), 0), 18);
+  DistType scalar = T(mesh, "f32[] partial{x,y}");  // 4 bytes, 2*7/8*4 = 7
+  EXPECT_EQ(BytesReceived(mesh, scalar, Collective::AllReduce({"x", "y"}), 0), 7);
+}
+
+TEST(MetricsTest, LowerBound) {
+  Mesh mesh = M("x=2,y=4");
+  // One all_to_all: each device keeps 2 of its 16 elements.
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, T(mesh, "f32[16{x,y},8]"), T(mesh, "f32[16,8{x,y}]")),
+            8 * 14 * 4);
+  // Gathering to replicated: each device lacks 128 - 16 elements.
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, T(mesh, "f32[16{x,y},8]"), T(mesh, "f32[16,8]")),
+            8 * 112 * 4);
+  // Slicing needs nothing.
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, T(mesh, "f32[16,8]"), T(mesh, "f32[16{y},8{x}]")), 0);
+  // Reducing needs every target element once.
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, T(mesh, "f32[16,8] partial{x}"), T(mesh, "f32[16{x},8]")),
+            8 * 64 * 4);
+}
+
+Plan SwapPlan(const Mesh& mesh) {
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = T(mesh, "f32[8{x,y}]");
+  plan.target = T(mesh, "f32[8{y,x}]");
+  plan.strategy = "hand";
+  plan.steps = {Step{Collective::Permute({{1, 2}, {2, 1}}), plan.target}};
+  plan.metrics = ComputeMetrics(mesh, plan.source, plan.steps);
+  return plan;
+}
+
+TEST(PlanTest, CheckAndMetrics) {
+  Mesh mesh = M("x=2,y=2");
+  Plan plan = SwapPlan(mesh);
+  EXPECT_TRUE(CheckPlan(plan).ok()) << CheckPlan(plan);
+  EXPECT_EQ(plan.metrics.peak_local_bytes, 8);
+  EXPECT_EQ(plan.metrics.bytes_received_max, 8);
+  EXPECT_EQ(plan.metrics.bytes_received_total, 16);
+  EXPECT_EQ(plan.metrics.lower_bound_bytes_total, 16);
+  plan.steps.push_back(Step{Collective::AllGather({"y"}, 0), T(mesh, "f32[8]")});
+  std::string message = ErrorOf(CheckPlan(plan));
+  EXPECT_NE(message.find("step 2 (all_gather mesh_axes=[y] gather_axis=0)"), std::string::npos)
+      << message;
+}
+
+TEST(PlanTest, JsonRoundTrip) {
+  Mesh mesh = M("x=2,y=2");
+  Plan plan = SwapPlan(mesh);
+  std::string json = PlanToJson(plan);
+  EXPECT_EQ(json,
+            R"({"mesh":"x=2,y=2","from":"f32[8{x,y}]","to":"f32[8{y,x}]","strategy":"hand",)"
+            R"("steps":[{"op":"collective_permute","mesh_axes":[],"source_target_pairs":[[1,2],)"
+            R"([2,1]],"type":"f32[8{y,x}]"}],"metrics":{"peak_local_bytes":8,)"
+            R"("bytes_received_max":8,"bytes_received_total":16,"lower_bound_bytes_total":16}})");
+  absl::StatusOr<Plan> back = PlanFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->steps, plan.steps);
+  EXPECT_EQ(back->metrics, plan.metrics);
+  EXPECT_EQ(PlanToJson(*back), json);
+}
+
+TEST(PlanTest, JsonErrors) {
+  EXPECT_NE(ErrorOf(PlanFromJson("{").status()).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(ErrorOf(PlanFromJson("[]").status()).find("object"), std::string::npos);
+  EXPECT_NE(ErrorOf(PlanFromJson(R"({"mesh":"x=2"})").status()).find("'from' is missing"),
+            std::string::npos);
+  std::string bad_step =
+      R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[{"op":"all_gather",)"
+      R"("mesh_axes":["x"],"gather_axis":"0","type":"f32[4]"}]})";
+  EXPECT_NE(ErrorOf(PlanFromJson(bad_step).status()).find("'gather_axis' must be an integer"),
+            std::string::npos);
+  std::string wrong_rule =
+      R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[{"op":"all_gather",)"
+      R"("mesh_axes":["x"],"gather_axis":0,"type":"f32[4{x}]"}]})";
+  EXPECT_NE(ErrorOf(PlanFromJson(wrong_rule).status()).find("step 1"), std::string::npos);
+  std::string wrong_end =
+      R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[]})";
+  EXPECT_NE(ErrorOf(PlanFromJson(wrong_end).status()).find("not at its 'to' type"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace reshard

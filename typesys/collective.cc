@@ -1,0 +1,323 @@
+#include "typesys/collective.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+
+namespace reshard {
+namespace {
+
+constexpr std::pair<CollectiveKind, std::string_view> kNames[] = {
+    {CollectiveKind::kAllSlice, "all_slice"},
+    {CollectiveKind::kAllGather, "all_gather"},
+    {CollectiveKind::kAllToAll, "all_to_all"},
+    {CollectiveKind::kAllReduce, "all_reduce"},
+    {CollectiveKind::kReduceScatter, "reduce_scatter"},
+    {CollectiveKind::kCollectivePermute, "collective_permute"},
+};
+
+// The MLIR attribute name of `op.dim` for each kind that has one.
+std::string_view DimAttributeName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllSlice:
+      return "slice_axis";
+    case CollectiveKind::kAllGather:
+      return "gather_axis";
+    case CollectiveKind::kAllToAll:
+      return "concat_axis";
+    case CollectiveKind::kReduceScatter:
+      return "scatter_axis";
+    default:
+      return "";
+  }
+}
+
+std::string AxesText(const std::vector<std::string>& axes) {
+  return absl::StrCat("[", absl::StrJoin(axes, ","), "]");
+}
+
+bool EndsWith(const std::vector<std::string>& list, const std::vector<std::string>& suffix) {
+  return list.size() >= suffix.size() &&
+         std::equal(suffix.begin(), suffix.end(), list.end() - suffix.size());
+}
+
+// Shared checks of mesh_axes: non-empty, known, distinct.
+absl::Status CheckMeshAxes(const Mesh& mesh, const Collective& op) {
+  if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
+  for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
+    if (!mesh.HasAxis(op.mesh_axes[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", op.mesh_axes[i],
+                                                     "' (mesh is ", mesh.ToString(), ")"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (op.mesh_axes[j] == op.mesh_axes[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mesh axis '", op.mesh_axes[i], "' appears twice in mesh_axes"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDim(const DistType& in, int64_t dim, std::string_view attribute) {
+  if (dim < 0 || dim >= in.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(Absl(attribute), " ", dim, " is out of range for ",
+                                                   ToString(in), " (rank ", in.rank(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Appending `axes` to dimension `dim` must leave it divisible.
+absl::Status CheckGains(const Mesh& mesh, const DistType& in, int64_t dim,
+                        const std::vector<std::string>& axes) {
+  for (const std::string& axis : axes) {
+    if (AxisUse(in, axis) != kUnused) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh axis '", axis, "' is already used in ", ToString(in)));
+    }
+  }
+  const Dim& d = in.dims[dim];
+  int64_t shards = mesh.GroupSize(d.axes) * mesh.GroupSize(axes);
+  if (d.size % shards != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("dimension ", dim, " of size ", d.size,
+                                                   " cannot be split ", shards, " ways"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEndsWith(const DistType& in, int64_t dim, const std::vector<std::string>& axes) {
+  if (!EndsWith(in.dims[dim].axes, axes)) {
+    return absl::InvalidArgumentError(absl::StrCat("dimension ", dim, " of ", ToString(in),
+                                                   " does not end with ", AxesText(axes)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPartial(const DistType& in, const std::vector<std::string>& axes) {
+  for (const std::string& axis : axes) {
+    if (AxisUse(in, axis) != kPartial) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh axis '", axis, "' is not a partial axis of ", ToString(in)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RemoveSuffix(std::vector<std::string>& list, size_t count) {
+  list.resize(list.size() - count);
+}
+
+void RemovePartial(DistType& type, const std::vector<std::string>& axes) {
+  std::erase_if(type.partial, [&](const std::string& axis) {
+    return std::find(axes.begin(), axes.end(), axis) != axes.end();
+  });
+}
+
+void Append(std::vector<std::string>& list, const std::vector<std::string>& axes) {
+  list.insert(list.end(), axes.begin(), axes.end());
+}
+
+absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& in,
+                                             const Collective& op) {
+  if (op.kind == CollectiveKind::kCollectivePermute) {
+    return absl::InvalidArgumentError(
+        "collective_permute has no result rule: its result type is given by the plan");
+  }
+  if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+  DistType out = in;
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice:
+      if (absl::Status s = CheckDim(in, op.dim, "slice_axis"); !s.ok()) return s;
+      if (absl::Status s = CheckGains(mesh, in, op.dim, op.mesh_axes); !s.ok()) return s;
+      Append(out.dims[op.dim].axes, op.mesh_axes);
+      return out;
+    case CollectiveKind::kAllGather:
+      if (absl::Status s = CheckDim(in, op.dim, "gather_axis"); !s.ok()) return s;
+      if (absl::Status s = CheckEndsWith(in, op.dim, op.mesh_axes); !s.ok()) return s;
+      RemoveSuffix(out.dims[op.dim].axes, op.mesh_axes.size());
+      return out;
+    case CollectiveKind::kAllToAll: {
+      if (absl::Status s = CheckDim(in, op.dim, "concat_axis"); !s.ok()) return s;
+      if (absl::Status s = CheckDim(in, op.split_dim, "split_axis"); !s.ok()) return s;
+      if (op.dim == op.split_dim) {
+        return absl::InvalidArgumentError("split_axis and concat_axis are the same dimension");
+      }
+      if (absl::Status s = CheckEndsWith(in, op.dim, op.mesh_axes); !s.ok()) return s;
+      RemoveSuffix(out.dims[op.dim].axes, op.mesh_axes.size());
+      if (absl::Status s = CheckGains(mesh, out, op.split_dim, op.mesh_axes); !s.ok()) return s;
+      Append(out.dims[op.split_dim].axes, op.mesh_axes);
+      return out;
+    }
+    case CollectiveKind::kAllReduce:
+      if (absl::Status s = CheckPartial(in, op.mesh_axes); !s.ok()) return s;
+      RemovePartial(out, op.mesh_axes);
+      return out;
+    case CollectiveKind::kReduceScatter:
+      if (absl::Status s = CheckDim(in, op.dim, "scatter_axis"); !s.ok()) return s;
+      if (absl::Status s = CheckPartial(in, op.mesh_axes); !s.ok()) return s;
+      RemovePartial(out, op.mesh_axes);
+      if (absl::Status s = CheckGains(mesh, out, op.dim, op.mesh_axes); !s.ok()) return s;
+      Append(out.dims[op.dim].axes, op.mesh_axes);
+      return out;
+    case CollectiveKind::kCollectivePermute:
+      break;
+  }
+  RESHARD_CHECK(false) << "unhandled collective kind";
+  return out;
+}
+
+}  // namespace
+
+std::string_view CollectiveName(CollectiveKind kind) {
+  for (const auto& [k, name] : kNames) {
+    if (k == kind) return name;
+  }
+  RESHARD_CHECK(false) << "unknown collective kind";
+  return "";
+}
+
+absl::StatusOr<CollectiveKind> ParseCollectiveKind(std::string_view name) {
+  for (const auto& [kind, n] : kNames) {
+    if (n == name) return kind;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown collective '", Absl(name),
+      "' (expected all_slice, all_gather, all_to_all, all_reduce, reduce_scatter or "
+      "collective_permute)"));
+}
+
+Collective Collective::AllSlice(std::vector<std::string> axes, int64_t slice_dim) {
+  return Collective{CollectiveKind::kAllSlice, std::move(axes), slice_dim, -1, {}};
+}
+Collective Collective::AllGather(std::vector<std::string> axes, int64_t gather_dim) {
+  return Collective{CollectiveKind::kAllGather, std::move(axes), gather_dim, -1, {}};
+}
+Collective Collective::AllToAll(std::vector<std::string> axes, int64_t concat_dim,
+                                int64_t split_dim) {
+  return Collective{CollectiveKind::kAllToAll, std::move(axes), concat_dim, split_dim, {}};
+}
+Collective Collective::AllReduce(std::vector<std::string> axes) {
+  return Collective{CollectiveKind::kAllReduce, std::move(axes), -1, -1, {}};
+}
+Collective Collective::ReduceScatter(std::vector<std::string> axes, int64_t scatter_dim) {
+  return Collective{CollectiveKind::kReduceScatter, std::move(axes), scatter_dim, -1, {}};
+}
+Collective Collective::Permute(std::vector<std::pair<int64_t, int64_t>> pairs) {
+  return Collective{CollectiveKind::kCollectivePermute, {}, -1, -1, std::move(pairs)};
+}
+
+std::string ToString(const Collective& op) {
+  std::string out(CollectiveName(op.kind));
+  if (op.kind == CollectiveKind::kCollectivePermute) {
+    absl::StrAppend(&out, " source_target_pairs=[",
+                    absl::StrJoin(op.source_target_pairs, ",",
+                                  [](std::string* s, const std::pair<int64_t, int64_t>& p) {
+                                    absl::StrAppend(s, "[", p.first, ",", p.second, "]");
+                                  }),
+                    "]");
+    return out;
+  }
+  absl::StrAppend(&out, " mesh_axes=", AxesText(op.mesh_axes));
+  if (op.kind == CollectiveKind::kAllToAll) absl::StrAppend(&out, " split_axis=", op.split_dim);
+  std::string_view dim_name = DimAttributeName(op.kind);
+  if (!dim_name.empty()) absl::StrAppend(&out, " ", Absl(dim_name), "=", op.dim);
+  return out;
+}
+
+absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op) {
+  absl::StatusOr<DistType> out = ApplyRuleUnlabelled(mesh, in, op);
+  if (!out.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToString(op), " on ", ToString(in), ": ", out.status().message()));
+  }
+  return out;
+}
+
+absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective& op,
+                          const DistType& out) {
+  auto fail = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
+  };
+  if (op.kind != CollectiveKind::kCollectivePermute) return fail("not a collective_permute");
+  if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
+  if (in.element_type != out.element_type) return fail("element types differ");
+  if (in.rank() != out.rank()) return fail("ranks differ");
+  for (int i = 0; i < in.rank(); ++i) {
+    if (in.dims[i].size != out.dims[i].size) return fail("global shapes differ");
+  }
+  if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
+    return fail("partial axes differ");
+  }
+  if (LocalShape(mesh, in) != LocalShape(mesh, out)) return fail("local shapes differ");
+
+  const int64_t n = mesh.num_devices();
+  std::vector<int64_t> source_of(n);
+  for (int64_t d = 0; d < n; ++d) source_of[d] = d;
+  std::vector<bool> is_source(n, false), is_target(n, false);
+  for (const auto& [s, t] : op.source_target_pairs) {
+    if (s < 0 || s >= n || t < 0 || t >= n) {
+      return fail(absl::StrCat("pair [", s, ",", t, "] names a device outside 0..", n - 1));
+    }
+    if (is_source[s]) return fail(absl::StrCat("device ", s, " is a source twice"));
+    if (is_target[t]) return fail(absl::StrCat("device ", t, " is a target twice"));
+    is_source[s] = is_target[t] = true;
+    source_of[t] = s;
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    int64_t s = source_of[t];
+    if (BlockIndex(mesh, in, s) != BlockIndex(mesh, out, t) ||
+        SummandIndex(mesh, in, s) != SummandIndex(mesh, out, t)) {
+      return fail(absl::StrCat("device ", t, " ends with device ", s,
+                               "'s block, which is not the block the result type assigns it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
+                       const DistType& out) {
+  if (op.kind == CollectiveKind::kCollectivePermute) return CheckPermute(mesh, in, op, out);
+  absl::StatusOr<DistType> expected = ApplyRule(mesh, in, op);
+  if (!expected.ok()) return expected.status();
+  if (!(*expected == out)) {
+    return absl::InvalidArgumentError(absl::StrCat(ToString(op), " on ", ToString(in),
+                                                   " yields ", ToString(*expected), ", not ",
+                                                   ToString(out)));
+  }
+  return absl::OkStatus();
+}
+
+int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op,
+                      int64_t device) {
+  const int64_t bytes = LocalBytes(mesh, in);
+  const int64_t k = mesh.GroupSize(op.mesh_axes);
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice:
+      return 0;
+    case CollectiveKind::kAllGather:
+      return (k - 1) * bytes;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kReduceScatter:
+      return (k - 1) * (bytes / k);
+    case CollectiveKind::kAllReduce:
+      // 128-bit: 2(k-1)B can exceed 64 bits even though the result does not.
+      return static_cast<int64_t>((__int128{2} * (k - 1) * bytes + k - 1) / k);
+    case CollectiveKind::kCollectivePermute:
+      for (const auto& [s, t] : op.source_target_pairs) {
+        if (t == device) return s == device ? 0 : bytes;
+      }
+      return 0;
+  }
+  RESHARD_CHECK(false) << "unhandled collective kind";
+  return 0;
+}
+
+}  // namespace reshard

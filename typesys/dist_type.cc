@@ -1,0 +1,321 @@
+#include "typesys/dist_type.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+
+namespace reshard {
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+struct ElementInfo {
+  ElementType type;
+  std::string_view name;
+  int64_t bytes;
+};
+
+constexpr ElementInfo kElements[] = {
+    {ElementType::kF32, "f32", 4},  {ElementType::kF64, "f64", 8}, {ElementType::kBF16, "bf16", 2},
+    {ElementType::kF16, "f16", 2},  {ElementType::kI8, "i8", 1},   {ElementType::kI32, "i32", 4},
+    {ElementType::kI64, "i64", 8},
+};
+
+const ElementInfo& Info(ElementType type) {
+  for (const ElementInfo& info : kElements) {
+    if (info.type == type) return info;
+  }
+  RESHARD_CHECK(false) << "unknown element type";
+  return kElements[0];
+}
+
+// A recursive-descent reader over the type text. Every error names the character offset so a
+// user can find the problem in a long type.
+class TypeParser {
+ public:
+  explicit TypeParser(std::string_view text) : text_(text) {}
+
+  absl::StatusOr<DistType> Parse() {
+    DistType type;
+    SkipSpace();
+    std::string_view element = Word();
+    if (element.empty()) return Error("expected an element type (f32, f64, bf16, f16, i8, i32, i64)");
+    absl::StatusOr<ElementType> element_type = ParseElementType(element);
+    if (!element_type.ok()) return element_type.status();
+    type.element_type = *element_type;
+    if (!Consume('[')) return Error("expected '[' after the element type");
+    if (!Consume(']')) {
+      do {
+        absl::StatusOr<Dim> dim = ParseDim();
+        if (!dim.ok()) return dim.status();
+        type.dims.push_back(*std::move(dim));
+      } while (Consume(','));
+      if (!Consume(']')) return Error("expected ',' or ']' after a dimension");
+    }
+    SkipSpace();
+    if (pos_ < text_.size()) {
+      std::string_view keyword = Word();
+      if (keyword != "partial") return Error("expected 'partial{...}' or the end of the type");
+      if (!Consume('{')) return Error("expected '{' after 'partial'");
+      absl::StatusOr<std::vector<std::string>> axes = ParseAxisList();
+      if (!axes.ok()) return axes.status();
+      type.partial = *std::move(axes);
+    }
+    SkipSpace();
+    if (pos_ < text_.size()) return Error("unexpected text after the type");
+    return type;
+  }
+
+ private:
+  absl::Status Error(std::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed type '", Absl(text_), "' at offset ", pos_, ": ", Absl(what)));
+  }
+
+  void SkipSpace() {
+    while (pos_ < text_.size() && absl::ascii_isspace(text_[pos_])) ++pos_;
+  }
+
+  bool Consume(char c) {
+    SkipSpace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  // An identifier-like word (letters, digits, underscores, starting with a letter or '_').
+  std::string_view Word() {
+    SkipSpace();
+    size_t start = pos_;
+    if (pos_ < text_.size() && (absl::ascii_isalpha(text_[pos_]) || text_[pos_] == '_')) {
+      while (pos_ < text_.size() && (absl::ascii_isalnum(text_[pos_]) || text_[pos_] == '_')) {
+        ++pos_;
+      }
+    }
+    return text_.substr(start, pos_ - start);
+  }
+
+  absl::StatusOr<Dim> ParseDim() {
+    SkipSpace();
+    if (pos_ >= text_.size() || !absl::ascii_isdigit(text_[pos_])) {
+      return Error("expected a dimension size");
+    }
+    Dim dim;
+    while (pos_ < text_.size() && absl::ascii_isdigit(text_[pos_])) {
+      int digit = text_[pos_] - '0';
+      if (dim.size > (kInt64Max - digit) / 10) return Error("dimension size overflows 64 bits");
+      dim.size = dim.size * 10 + digit;
+      ++pos_;
+    }
+    if (Consume('{')) {
+      absl::StatusOr<std::vector<std::string>> axes = ParseAxisList();
+      if (!axes.ok()) return axes.status();
+      dim.axes = *std::move(axes);
+    }
+    return dim;
+  }
+
+  // After '{': `}` or `name (, name)* }`.
+  absl::StatusOr<std::vector<std::string>> ParseAxisList() {
+    std::vector<std::string> axes;
+    if (Consume('}')) return axes;
+    do {
+      std::string_view name = Word();
+      if (name.empty()) return Error("expected a mesh axis name");
+      axes.emplace_back(name);
+    } while (Consume(','));
+    if (!Consume('}')) return Error("expected ',' or '}' after a mesh axis name");
+    return axes;
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+std::string AxisListText(const std::vector<std::string>& axes) {
+  return absl::StrCat("{", absl::StrJoin(axes, ","), "}");
+}
+
+}  // namespace
+
+std::string_view ElementTypeName(ElementType type) { return Info(type).name; }
+int64_t ElementBytes(ElementType type) { return Info(type).bytes; }
+
+absl::StatusOr<ElementType> ParseElementType(std::string_view name) {
+  for (const ElementInfo& info : kElements) {
+    if (info.name == name) return info.type;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown element type '", Absl(name), "' (expected f32, f64, bf16, f16, i8, i32 or i64)"));
+}
+
+bool DistType::operator==(const DistType& other) const {
+  if (element_type != other.element_type || dims != other.dims) return false;
+  std::vector<std::string> a = partial, b = other.partial;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+absl::StatusOr<DistType> ParseType(std::string_view text) { return TypeParser(text).Parse(); }
+
+std::string ToString(const DistType& type) {
+  std::string out = absl::StrCat(Absl(ElementTypeName(type.element_type)), "[");
+  for (int i = 0; i < type.rank(); ++i) {
+    if (i > 0) out += ",";
+    absl::StrAppend(&out, type.dims[i].size);
+    if (!type.dims[i].axes.empty()) out += AxisListText(type.dims[i].axes);
+  }
+  out += "]";
+  if (!type.partial.empty()) absl::StrAppend(&out, " partial", AxisListText(type.partial));
+  return out;
+}
+
+absl::Status Validate(const Mesh& mesh, const DistType& type) {
+  const std::string text = ToString(type);
+  // Where each axis was first seen, to name both uses of an axis used twice.
+  std::vector<std::string> seen_where(mesh.num_axes());
+  auto use_axis = [&](const std::string& axis, const std::string& where) -> absl::Status {
+    int index = mesh.AxisIndex(axis);
+    if (index < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ", where,
+                                                     " of ", text, " (mesh is ",
+                                                     mesh.ToString(), ")"));
+    }
+    if (!seen_where[index].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("mesh axis '", axis, "' is used twice in ",
+                                                     text, " (", seen_where[index], " and ",
+                                                     where, ")"));
+    }
+    seen_where[index] = where;
+    return absl::OkStatus();
+  };
+
+  int64_t elements = 1;
+  for (int i = 0; i < type.rank(); ++i) {
+    const Dim& dim = type.dims[i];
+    std::string where = absl::StrCat("dimension ", i);
+    if (dim.size < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " of ", text, " has size ", dim.size, "; sizes must be >= 1"));
+    }
+    for (const std::string& axis : dim.axes) {
+      if (absl::Status s = use_axis(axis, where); !s.ok()) return s;
+    }
+    int64_t shards = mesh.GroupSize(dim.axes);
+    if (dim.size % shards != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " of ", text, " has size ", dim.size, ", not divisible by ", shards,
+          " (the product of mesh axes ", absl::StrJoin(dim.axes, ","), ")"));
+    }
+    if (elements > kInt64Max / dim.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("global element count of ", text, " overflows 64 bits"));
+    }
+    elements *= dim.size;
+  }
+  for (const std::string& axis : type.partial) {
+    if (absl::Status s = use_axis(axis, "partial"); !s.ok()) return s;
+  }
+  if (elements > kInt64Max / ElementBytes(type.element_type)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global byte size of ", text, " overflows 64 bits"));
+  }
+  // Byte accounting sums up to a few global sizes per device and step; keep it exact.
+  const int64_t bytes = elements * ElementBytes(type.element_type);
+  if (bytes > kMaxAccountedBytes / mesh.num_devices()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        text, " is too large: ", bytes, " bytes on each of up to ", mesh.num_devices(),
+        " devices exceeds the 2^56-byte accounting limit"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistType> ParseValidType(const Mesh& mesh, std::string_view text) {
+  absl::StatusOr<DistType> type = ParseType(text);
+  if (!type.ok()) return type.status();
+  if (absl::Status s = Validate(mesh, *type); !s.ok()) return s;
+  return type;
+}
+
+int64_t GlobalElements(const DistType& type) {
+  int64_t elements = 1;
+  for (const Dim& dim : type.dims) elements *= dim.size;
+  return elements;
+}
+
+std::vector<int64_t> LocalShape(const Mesh& mesh, const DistType& type) {
+  std::vector<int64_t> shape;
+  shape.reserve(type.dims.size());
+  for (const Dim& dim : type.dims) {
+    int64_t shards = mesh.GroupSize(dim.axes);
+    RESHARD_CHECK(dim.size % shards == 0) << "type " << ToString(type) << " is not valid";
+    shape.push_back(dim.size / shards);
+  }
+  return shape;
+}
+
+int64_t LocalElements(const Mesh& mesh, const DistType& type) {
+  int64_t elements = 1;
+  for (int64_t size : LocalShape(mesh, type)) elements *= size;
+  return elements;
+}
+
+int64_t LocalBytes(const Mesh& mesh, const DistType& type) {
+  return LocalElements(mesh, type) * ElementBytes(type.element_type);
+}
+
+std::vector<int64_t> BlockIndex(const Mesh& mesh, const DistType& type, int64_t device) {
+  std::vector<int64_t> block;
+  block.reserve(type.dims.size());
+  for (const Dim& dim : type.dims) block.push_back(mesh.IndexOver(device, dim.axes));
+  return block;
+}
+
+std::vector<int64_t> BlockOffset(const Mesh& mesh, const DistType& type, int64_t device) {
+  std::vector<int64_t> offset = BlockIndex(mesh, type, device);
+  std::vector<int64_t> local = LocalShape(mesh, type);
+  for (size_t i = 0; i < offset.size(); ++i) offset[i] *= local[i];
+  return offset;
+}
+
+std::vector<std::string> PartialInMeshOrder(const Mesh& mesh, const DistType& type) {
+  std::vector<std::string> axes = type.partial;
+  std::sort(axes.begin(), axes.end(), [&](const std::string& a, const std::string& b) {
+    return mesh.AxisIndex(a) < mesh.AxisIndex(b);
+  });
+  return axes;
+}
+
+int64_t SummandIndex(const Mesh& mesh, const DistType& type, int64_t device) {
+  return mesh.IndexOver(device, PartialInMeshOrder(mesh, type));
+}
+
+int64_t NumSummands(const Mesh& mesh, const DistType& type) {
+  return mesh.GroupSize(type.partial);
+}
+
+int AxisUse(const DistType& type, std::string_view axis) {
+  for (int i = 0; i < type.rank(); ++i) {
+    for (const std::string& a : type.dims[i].axes) {
+      if (a == axis) return i;
+    }
+  }
+  for (const std::string& a : type.partial) {
+    if (a == axis) return kPartial;
+  }
+  return kUnused;
+}
+
+}  // namespace reshard

@@ -1,0 +1,83 @@
+// mesh.h — device meshes: ordered named axes, row-major device numbering.
+//
+// A mesh is written `x=2,y=4`: 8 devices, axis x major. Device d has one coordinate per axis;
+// d = row-major linear index of its coordinates (MLIR's mesh.process_linear_index).
+//
+//   absl::StatusOr<reshard::Mesh> mesh = reshard::ParseMesh("x=2,y=4");
+//   mesh->Coordinates(5);               // {1, 1}
+//   mesh->Group(5, {"y"});              // {4, 5, 6, 7}: devices with x = 1, ordered by y
+#ifndef RESHARD_TYPESYS_MESH_H_
+#define RESHARD_TYPESYS_MESH_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace reshard {
+
+// Largest supported device count; beyond it per-device tables would not fit in memory.
+inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
+
+struct MeshAxis {
+  std::string name;
+  int64_t size = 0;
+
+  bool operator==(const MeshAxis&) const = default;
+};
+
+// An immutable, validated mesh. Obtain one from Mesh::Create or ParseMesh.
+class Mesh {
+ public:
+  // Validates and builds a mesh. InvalidArgument when there are no axes, a name is not an
+  // identifier ([A-Za-z_][A-Za-z0-9_]*), a name repeats, a size is < 1, or the device count
+  // exceeds kMaxDevices.
+  static absl::StatusOr<Mesh> Create(std::vector<MeshAxis> axes);
+
+  Mesh() = default;  // An empty mesh, only useful as a placeholder before assignment.
+
+  const std::vector<MeshAxis>& axes() const { return axes_; }
+  int num_axes() const { return static_cast<int>(axes_.size()); }
+  int64_t num_devices() const { return num_devices_; }
+
+  // Index of the axis named `name`, or -1 when there is none.
+  int AxisIndex(std::string_view name) const;
+  bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
+  // Size of a known axis (aborts on an unknown name: validate first).
+  int64_t AxisSize(std::string_view name) const;
+  // Product of the sizes of known, distinct axes (1 for an empty list).
+  int64_t GroupSize(absl::Span<const std::string> axes) const;
+
+  // Coordinates of device `device` (0 <= device < num_devices()), one per axis in mesh order.
+  std::vector<int64_t> Coordinates(int64_t device) const;
+  // Inverse of Coordinates.
+  int64_t DeviceId(absl::Span<const int64_t> coordinates) const;
+
+  // Mixed-radix number of `device`'s coordinates over `axes` (first axis most significant).
+  // This is the device's block index for a dimension sharded over `axes`, and its index in
+  // the group of a collective over `axes`.
+  int64_t IndexOver(int64_t device, absl::Span<const std::string> axes) const;
+  // The group of `device` for a collective over `axes`: every device that agrees with it on
+  // all other axes, ordered by IndexOver(., axes).
+  std::vector<int64_t> Group(int64_t device, absl::Span<const std::string> axes) const;
+
+  // Canonical text, e.g. "x=2,y=4". ParseMesh(ToString()) == *this.
+  std::string ToString() const;
+
+  bool operator==(const Mesh&) const = default;
+
+ private:
+  std::vector<MeshAxis> axes_;
+  int64_t num_devices_ = 0;
+};
+
+// Parses `name=size,name=size,...` (whitespace around tokens is ignored). InvalidArgument with
+// a message naming the offending text or axis.
+absl::StatusOr<Mesh> ParseMesh(std::string_view text);
+
+}  // namespace reshard
+
+#endif  // RESHARD_TYPESYS_MESH_H_

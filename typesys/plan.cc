@@ -1,0 +1,108 @@
+#include "typesys/plan.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "typesys/check.h"
+
+namespace reshard {
+namespace {
+
+int64_t Saturate(__int128 value) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return value > kMax ? kMax : static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+absl::Status CheckSteps(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps) {
+  if (absl::Status s = Validate(mesh, source); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
+  }
+  const DistType* current = &source;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    absl::Status s = Validate(mesh, step.type);
+    if (s.ok()) s = CheckStep(mesh, *current, step.op, step.type);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", i + 1, " (", ToString(step.op), "): ", s.message()));
+    }
+    current = &step.type;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPlan(const Plan& plan) {
+  if (absl::Status s = CheckSteps(plan.mesh, plan.source, plan.steps); !s.ok()) return s;
+  if (!(plan.result() == plan.target)) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
+                                                   ", not at the target ",
+                                                   ToString(plan.target)));
+  }
+  if (!(ComputeMetrics(plan.mesh, plan.source, plan.steps) == plan.metrics)) {
+    return absl::InvalidArgumentError("plan metrics differ from the metrics of its steps");
+  }
+  return absl::OkStatus();
+}
+
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps) {
+  const int64_t n = mesh.num_devices();
+  Metrics metrics;
+  metrics.peak_local_bytes = LocalBytes(mesh, source);
+  std::vector<__int128> received(n, 0);
+  const DistType* current = &source;
+  for (const Step& step : steps) {
+    if (step.op.kind == CollectiveKind::kCollectivePermute) {
+      for (int64_t d = 0; d < n; ++d) received[d] += BytesReceived(mesh, *current, step.op, d);
+    } else {
+      // Every device of a group collective receives the same amount.
+      int64_t bytes = BytesReceived(mesh, *current, step.op, 0);
+      for (int64_t d = 0; d < n; ++d) received[d] += bytes;
+    }
+    metrics.peak_local_bytes = std::max(metrics.peak_local_bytes, LocalBytes(mesh, step.type));
+    current = &step.type;
+  }
+  __int128 total = 0, max = 0;
+  for (__int128 r : received) {
+    total += r;
+    max = std::max(max, r);
+  }
+  metrics.bytes_received_max = Saturate(max);
+  metrics.bytes_received_total = Saturate(total);
+  metrics.lower_bound_bytes_total = LowerBoundBytesTotal(mesh, source, *current);
+  return metrics;
+}
+
+int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const DistType& target) {
+  RESHARD_CHECK(source.rank() == target.rank()) << "types of different rank";
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(target.element_type);
+  const int64_t target_elements = LocalElements(mesh, target);
+  bool reduces = false;
+  for (const std::string& axis : source.partial) {
+    if (AxisUse(target, axis) != kPartial) reduces = true;
+  }
+  if (reduces) return Saturate(__int128{n} * target_elements * element_bytes);
+
+  const std::vector<int64_t> source_local = LocalShape(mesh, source);
+  const std::vector<int64_t> target_local = LocalShape(mesh, target);
+  __int128 total = 0;
+  for (int64_t d = 0; d < n; ++d) {
+    std::vector<int64_t> source_offset = BlockOffset(mesh, source, d);
+    std::vector<int64_t> target_offset = BlockOffset(mesh, target, d);
+    int64_t held = 1;
+    for (int i = 0; i < target.rank(); ++i) {
+      int64_t lo = std::max(source_offset[i], target_offset[i]);
+      int64_t hi = std::min(source_offset[i] + source_local[i], target_offset[i] + target_local[i]);
+      held *= std::max<int64_t>(0, hi - lo);
+    }
+    total += target_elements - held;
+  }
+  return Saturate(total * element_bytes);
+}
+
+}  // namespace reshard

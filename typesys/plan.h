@@ -1,0 +1,80 @@
+// plan.h — redistribution plans: a source type, steps (collective + type after it), metrics.
+//
+//   Plan plan;  // usually from reshard::Synthesize
+//   absl::Status ok = CheckPlan(plan);                    // every step type-checks
+//   absl::StatusOr<Metrics> m = ComputeMetrics(plan.mesh, plan.source, plan.steps);
+//   std::string json = PlanToJson(plan);                  // DESIGN §3 contract
+#ifndef RESHARD_TYPESYS_PLAN_H_
+#define RESHARD_TYPESYS_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+
+namespace reshard {
+
+struct Step {
+  Collective op;
+  DistType type;  // The type after `op`.
+
+  bool operator==(const Step&) const = default;
+};
+
+struct Metrics {
+  // Max local bytes over the source, every intermediate and the target.
+  int64_t peak_local_bytes = 0;
+  // Per-device bytes received summed over the steps: the maximum over devices, and the total.
+  int64_t bytes_received_max = 0;
+  int64_t bytes_received_total = 0;
+  // Bytes no plan can avoid receiving (see LowerBoundBytesTotal).
+  int64_t lower_bound_bytes_total = 0;
+
+  bool operator==(const Metrics&) const = default;
+};
+
+struct Plan {
+  Mesh mesh;
+  DistType source;
+  DistType target;
+  std::string strategy;
+  std::vector<Step> steps;
+  Metrics metrics;
+
+  // The type after the last step (the source when there are no steps).
+  const DistType& result() const { return steps.empty() ? source : steps.back().type; }
+};
+
+// Type-checks the steps in order from `source`. InvalidArgument naming the failing step, e.g.
+// "step 2 (all_gather mesh_axes=[y] gather_axis=0): dimension 0 of f32[8{x},16] does not end
+// with [y]".
+absl::Status CheckSteps(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps);
+
+// CheckSteps, then that the result equals plan.target and plan.metrics are the computed ones.
+absl::Status CheckPlan(const Plan& plan);
+
+// Metrics of type-checked steps (call CheckSteps first).
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps);
+
+// Sum over devices of the target bytes the device does not already hold in `source`:
+// elements of its target block outside its source block. When a partial axis of the source
+// is not partial in the target, every device needs at least one incoming value per target
+// element, so the bound is the sum of target local bytes. Both types valid on mesh.
+int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const DistType& target);
+
+// JSON of DESIGN §3: {"mesh","from","to","strategy","steps":[{"op","mesh_axes",<attrs>,
+// "type"}],"metrics":{...}} on one line.
+std::string PlanToJson(const Plan& plan);
+// Reads PlanToJson's format back (metrics are recomputed, not trusted). InvalidArgument naming
+// the field that is missing or malformed, or the step that does not type-check.
+absl::StatusOr<Plan> PlanFromJson(std::string_view json);
+
+}  // namespace reshard
+
+#endif  // RESHARD_TYPESYS_PLAN_H_
