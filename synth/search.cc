@@ -1,0 +1,417 @@
+// search.cc — Dijkstra over distributed types (see search.h for the state space).
+
+#include "synth/search.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// Partial axes in mesh order, so that equal types have equal keys.
+DistType Canonical(const Mesh& mesh, DistType type) {
+  type.partial = PartialInMeshOrder(mesh, type);
+  return type;
+}
+
+// Per device, one integer naming the block (all dimensions) and summand it holds. Two types
+// with the same local shape and partial axes agree on a device iff its keys are equal.
+std::vector<int64_t> PlacementKeys(const Mesh& mesh, const DistType& type) {
+  std::vector<int64_t> local = LocalShape(mesh, type);
+  std::vector<int64_t> keys(mesh.num_devices());
+  for (int64_t d = 0; d < mesh.num_devices(); ++d) {
+    std::vector<int64_t> block = BlockIndex(mesh, type, d);
+    int64_t key = 0;
+    for (int i = 0; i < type.rank(); ++i) key = key * (type.dims[i].size / local[i]) + block[i];
+    keys[d] = key * NumSummands(mesh, type) + SummandIndex(mesh, type, d);
+  }
+  return keys;
+}
+
+// Local size of dimension `dim` of a valid type.
+int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
+  return type.dims[dim].size / mesh.GroupSize(type.dims[dim].axes);
+}
+
+// Calls `visit` on every ordered tuple of distinct elements of `pool` (length >= 1).
+void ForEachOrderedTuple(const std::vector<std::string>& pool,
+                         const std::function<void(const std::vector<std::string>&)>& visit) {
+  std::vector<std::string> tuple;
+  std::vector<bool> used(pool.size(), false);
+  std::function<void()> rec = [&]() {
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (used[i]) continue;
+      used[i] = true;
+      tuple.push_back(pool[i]);
+      visit(tuple);
+      rec();
+      tuple.pop_back();
+      used[i] = false;
+    }
+  };
+  rec();
+}
+
+struct Edge {
+  Collective op;  // For permutes, the pairs are filled in only on the returned path.
+  DistType type;
+  int64_t cost = 0;
+};
+
+class Searcher {
+ public:
+  Searcher(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options)
+      : mesh_(mesh), from_(Canonical(mesh, from)), to_(Canonical(mesh, to)), options_(options) {
+    for (const MeshAxis& axis : mesh.axes()) {
+      if (axis.size > 1 || AxisUse(from_, axis.name) != kUnused ||
+          AxisUse(to_, axis.name) != kUnused) {
+        relevant_axes_.push_back(axis.name);
+      }
+    }
+  }
+
+  absl::StatusOr<std::vector<Step>> Run();
+  int64_t settled() const { return settled_; }
+
+ private:
+  struct Node {
+    DistType type;
+    int64_t cost = 0;
+    int steps = 0;
+    int parent = -1;
+    Collective op;
+    bool settled = false;
+  };
+
+  std::vector<Edge> Neighbors(const DistType& s);
+  // The types one permute can reach from s (s included), with their placement keys.
+  struct PermuteClassInfo {
+    std::vector<DistType> members;
+    std::vector<std::vector<int64_t>> keys;  // Parallel to members.
+  };
+  const PermuteClassInfo& PermuteClass(const DistType& s);
+  int64_t UniformCost(const DistType& in, const Collective& op) const {
+    return mesh_.num_devices() * BytesReceived(mesh_, in, op, 0);
+  }
+
+  const Mesh& mesh_;
+  DistType from_;
+  DistType to_;
+  SearchOptions options_;
+  std::vector<std::string> relevant_axes_;
+  absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
+  int64_t settled_ = 0;
+};
+
+const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
+  std::vector<int64_t> local = LocalShape(mesh_, s);
+  std::string key = absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
+  auto it = classes_.find(key);
+  if (it != classes_.end()) return it->second;
+
+  std::vector<DistType> members;
+  std::vector<std::string> pool;
+  for (const std::string& axis : relevant_axes_) {
+    if (!Contains(s.partial, axis)) pool.push_back(axis);
+  }
+  std::vector<bool> used(pool.size(), false);
+  DistType t = s;
+  for (Dim& dim : t.dims) dim.axes.clear();
+  // Fill dimension `dim` until its axes' product is exactly size / local size.
+  std::function<void(int, int64_t)> rec = [&](int dim, int64_t remaining) {
+    if (dim == t.rank()) {
+      members.push_back(t);
+      return;
+    }
+    if (remaining == 1) {
+      int next = dim + 1;
+      rec(next, next < t.rank() ? t.dims[next].size / local[next] : 1);
+    }
+    for (size_t i = 0; i < pool.size(); ++i) {
+      int64_t size = mesh_.AxisSize(pool[i]);
+      if (used[i] || remaining % size != 0) continue;
+      used[i] = true;
+      t.dims[dim].axes.push_back(pool[i]);
+      rec(dim, remaining / size);
+      t.dims[dim].axes.pop_back();
+      used[i] = false;
+    }
+  };
+  if (t.rank() == 0) {
+    members.push_back(t);
+  } else {
+    rec(0, t.dims[0].size / local[0]);
+  }
+  PermuteClassInfo info;
+  for (const DistType& member : members) info.keys.push_back(PlacementKeys(mesh_, member));
+  info.members = std::move(members);
+  return classes_.emplace(key, std::move(info)).first->second;
+}
+
+std::vector<Edge> Searcher::Neighbors(const DistType& s) {
+  std::vector<Edge> edges;
+  const int64_t in_bytes = LocalBytes(mesh_, s);
+  auto add = [&](Collective op, DistType next, int64_t cost) {
+    edges.push_back(Edge{std::move(op), std::move(next), cost});
+  };
+
+  std::vector<std::string> unused;
+  for (const std::string& axis : relevant_axes_) {
+    if (AxisUse(s, axis) == kUnused) unused.push_back(axis);
+  }
+  std::vector<std::string> reducible;
+  for (const std::string& axis : s.partial) {
+    if (!Contains(to_.partial, axis)) reducible.push_back(axis);
+  }
+
+  if (options_.allow_all_slice && !unused.empty()) {
+    ForEachOrderedTuple(unused, [&](const std::vector<std::string>& axes) {
+      int64_t k = mesh_.GroupSize(axes);
+      for (int dim = 0; dim < s.rank(); ++dim) {
+        if (LocalDim(mesh_, s, dim) % k != 0) continue;
+        DistType next = s;
+        next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
+        add(Collective::AllSlice(axes, dim), std::move(next), 0);
+      }
+    });
+  }
+  if (options_.allow_reduce_scatter && !reducible.empty()) {
+    ForEachOrderedTuple(reducible, [&](const std::vector<std::string>& axes) {
+      int64_t k = mesh_.GroupSize(axes);
+      for (int dim = 0; dim < s.rank(); ++dim) {
+        if (LocalDim(mesh_, s, dim) % k != 0) continue;
+        DistType next = s;
+        next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
+        std::erase_if(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+        Collective op = Collective::ReduceScatter(axes, dim);
+        int64_t cost = UniformCost(s, op);
+        add(std::move(op), std::move(next), cost);
+      }
+    });
+  }
+  if (options_.allow_all_reduce && !reducible.empty()) {
+    // Subsets in mesh order (s.partial is canonical).
+    for (uint64_t mask = 1; mask < (uint64_t{1} << reducible.size()); ++mask) {
+      std::vector<std::string> axes;
+      for (size_t i = 0; i < reducible.size(); ++i) {
+        if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
+      }
+      DistType next = s;
+      std::erase_if(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+      Collective op = Collective::AllReduce(axes);
+      int64_t cost = UniformCost(s, op);
+      add(std::move(op), std::move(next), cost);
+    }
+  }
+  for (int i = 0; i < s.rank(); ++i) {
+    const std::vector<std::string>& list = s.dims[i].axes;
+    for (size_t len = 1; len <= list.size(); ++len) {
+      std::vector<std::string> suffix(list.end() - len, list.end());
+      if (options_.allow_all_gather) {
+        DistType next = s;
+        next.dims[i].axes.resize(list.size() - len);
+        Collective op = Collective::AllGather(suffix, i);
+        int64_t cost = UniformCost(s, op);
+        add(std::move(op), std::move(next), cost);
+      }
+      if (options_.allow_all_to_all) {
+        int64_t k = mesh_.GroupSize(suffix);
+        for (int j = 0; j < s.rank(); ++j) {
+          if (j == i || LocalDim(mesh_, s, j) % k != 0) continue;
+          DistType next = s;
+          next.dims[i].axes.resize(list.size() - len);
+          next.dims[j].axes.insert(next.dims[j].axes.end(), suffix.begin(), suffix.end());
+          Collective op = Collective::AllToAll(suffix, i, j);
+          int64_t cost = UniformCost(s, op);
+          add(std::move(op), std::move(next), cost);
+        }
+      }
+    }
+  }
+  if (options_.allow_permute) {
+    const PermuteClassInfo& info = PermuteClass(s);
+    if (info.members.size() > 1) {
+      auto self = std::find(info.members.begin(), info.members.end(), s);
+      const std::vector<int64_t> keys = self != info.members.end()
+                                            ? info.keys[self - info.members.begin()]
+                                            : PlacementKeys(mesh_, s);
+      for (size_t m = 0; m < info.members.size(); ++m) {
+        if (info.members[m] == s) continue;
+        int64_t moved = 0;
+        for (size_t d = 0; d < keys.size(); ++d) moved += keys[d] != info.keys[m][d];
+        add(Collective::Permute({}), info.members[m], moved * in_bytes);
+      }
+    }
+  }
+  return edges;
+}
+
+absl::StatusOr<std::vector<Step>> Searcher::Run() {
+  if (LocalBytes(mesh_, from_) > options_.max_local_bytes) {
+    return absl::NotFoundError(
+        absl::StrCat("the source ", ToString(from_), " has ", LocalBytes(mesh_, from_),
+                     " local bytes, above the bound of ", options_.max_local_bytes));
+  }
+  std::vector<Node> nodes;
+  absl::flat_hash_map<std::string, int> index;
+  using Entry = std::tuple<int64_t, int, int>;  // cost, steps, node id: min-heap order.
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false});
+  index.emplace(ToString(from_), 0);
+  queue.emplace(0, 0, 0);
+  int64_t& settled = settled_;
+  while (!queue.empty()) {
+    auto [cost, steps, id] = queue.top();
+    queue.pop();
+    if (nodes[id].settled || cost != nodes[id].cost || steps != nodes[id].steps) continue;
+    nodes[id].settled = true;
+    if (nodes[id].type == to_) {
+      std::vector<int> path;
+      for (int n = id; n > 0; n = nodes[n].parent) path.push_back(n);
+      std::reverse(path.begin(), path.end());
+      std::vector<Step> result;
+      for (int n : path) {
+        Collective op = nodes[n].op;
+        if (op.kind == CollectiveKind::kCollectivePermute) {
+          op = MinimalPermute(mesh_, nodes[nodes[n].parent].type, nodes[n].type);
+        }
+        result.push_back(Step{std::move(op), nodes[n].type});
+      }
+      return result;
+    }
+    if (++settled > options_.max_states) {
+      return absl::ResourceExhaustedError(absl::StrCat("plan search hit its cap of ",
+                                                       options_.max_states,
+                                                       " states before reaching ", ToString(to_)));
+    }
+    DistType current = nodes[id].type;
+    for (Edge& edge : Neighbors(current)) {
+      int64_t new_cost = cost + edge.cost;
+      if (new_cost > options_.max_cost) continue;
+      if (LocalBytes(mesh_, edge.type) > options_.max_local_bytes) continue;
+      int new_steps = steps + 1;
+      std::string key = ToString(edge.type);
+      auto [it, inserted] = index.emplace(key, static_cast<int>(nodes.size()));
+      if (inserted) {
+        nodes.push_back(
+            Node{std::move(edge.type), new_cost, new_steps, id, std::move(edge.op), false});
+      } else {
+        Node& node = nodes[it->second];
+        if (node.settled ||
+            std::make_pair(new_cost, new_steps) >= std::make_pair(node.cost, node.steps)) {
+          continue;
+        }
+        node.cost = new_cost;
+        node.steps = new_steps;
+        node.parent = id;
+        node.op = std::move(edge.op);
+      }
+      queue.emplace(new_cost, new_steps, it->second);
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no plan from ", ToString(from_), " to ", ToString(to_), " keeps every step within ",
+      options_.max_local_bytes, " local bytes with whole-axis collectives (exhaustive search of ",
+      settled, " reachable types)"));
+}
+
+}  // namespace
+
+absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to) {
+  if (absl::Status s = Validate(mesh, from); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
+  }
+  if (absl::Status s = Validate(mesh, to); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("target type: ", s.message()));
+  }
+  if (from.element_type != to.element_type) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("element types differ: ", Absl(ElementTypeName(from.element_type)), " vs ",
+                     Absl(ElementTypeName(to.element_type))));
+  }
+  bool same_shape = from.rank() == to.rank();
+  for (int i = 0; same_shape && i < from.rank(); ++i) {
+    same_shape = from.dims[i].size == to.dims[i].size;
+  }
+  if (!same_shape) {
+    auto shape = [](const DistType& t) {
+      std::vector<int64_t> sizes;
+      for (const Dim& d : t.dims) sizes.push_back(d.size);
+      return absl::StrCat("[", absl::StrJoin(sizes, ","), "]");
+    };
+    return absl::InvalidArgumentError(
+        absl::StrCat("global shapes differ: ", shape(from), " vs ", shape(to)));
+  }
+  for (const std::string& axis : to.partial) {
+    if (!Contains(from.partial, axis)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the target is partial over ", axis,
+                       " but the source is not: no collective creates a pending sum"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out) {
+  RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
+                PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
+      << ToString(in) << " -> " << ToString(out);
+  std::vector<int64_t> have = PlacementKeys(mesh, in);
+  std::vector<int64_t> need = PlacementKeys(mesh, out);
+  // Holders and needers of each placement among the devices that must change.
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> holders;
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> needers;
+  std::vector<int64_t> order;  // Placements in first-need order, for determinism.
+  for (int64_t d = 0; d < mesh.num_devices(); ++d) {
+    if (have[d] == need[d]) continue;
+    holders[have[d]].push_back(d);
+    if (needers[need[d]].empty()) order.push_back(need[d]);
+    needers[need[d]].push_back(d);
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t key : order) {
+    const std::vector<int64_t>& sources = holders[key];
+    const std::vector<int64_t>& targets = needers[key];
+    RESHARD_CHECK(sources.size() == targets.size())
+        << "unbalanced permute " << ToString(in) << " -> " << ToString(out);
+    for (size_t i = 0; i < targets.size(); ++i) pairs.emplace_back(sources[i], targets[i]);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return Collective::Permute(std::move(pairs));
+}
+
+absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
+                                             const DistType& to, const SearchOptions& options,
+                                             SearchStats* stats) {
+  if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+  Searcher searcher(mesh, from, to, options);
+  absl::StatusOr<std::vector<Step>> steps = searcher.Run();
+  if (stats != nullptr) stats->states_settled = searcher.settled();
+  if (steps.ok() && !steps->empty()) steps->back().type = to;
+  return steps;
+}
+
+}  // namespace reshard

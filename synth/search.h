@@ -1,0 +1,91 @@
+// search.h — exhaustive, memory-bounded plan search over distributed types.
+//
+// SearchPlan runs Dijkstra over every valid type of a fixed element type and global shape,
+// with one edge per collective instance (all_slice, all_gather, all_to_all, all_reduce,
+// reduce_scatter, collective_permute), and returns a plan with the fewest total bytes
+// received among plans whose every type fits in `max_local_bytes` per device. It is the
+// fallback of strategy `normal` when the constructive path is blocked by divisibility, the
+// middle phase of `normal` (restricted to all_to_all and permutes), and a completeness
+// oracle for tests: when it reports NotFound, no memory-bounded plan exists in the
+// vocabulary.
+//
+//   SearchOptions options;
+//   options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+//   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
+//
+// Edges from a type s (each only when the result is valid on the mesh):
+//   all_slice       every ordered tuple of axes unused in s, onto every dimension;
+//   all_gather      every non-empty suffix of every dimension;
+//   all_to_all      every non-empty suffix of dimension i onto every dimension j != i;
+//   all_reduce      every non-empty subset (in mesh order) of s's partial axes that are not
+//                   partial in `to` (reducing those would be a dead end);
+//   reduce_scatter  every ordered tuple of those partial axes, onto every dimension;
+//   permute         every other valid type with s's partial axes and local shape (the
+//                   complete set of types a single collective_permute can reach), with the
+//                   minimal pairs of MinimalPermute.
+// Size-1 axes are only placed (sliced, or put into a permute's result) when `from` or `to`
+// uses them: they never change a device's block, so elsewhere they only multiply states.
+// Edge cost is the total bytes received over all devices (DESIGN §2 table); ties go to fewer
+// steps, then to discovery order, so the result is deterministic.
+#ifndef RESHARD_SYNTH_SEARCH_H_
+#define RESHARD_SYNTH_SEARCH_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+
+struct SearchOptions {
+  // States whose local bytes exceed this are pruned (never entered).
+  int64_t max_local_bytes = 0;
+  // The search gives up after settling this many states.
+  int64_t max_states = 200000;
+  // Paths whose total bytes received would exceed this are pruned (a known plan's cost
+  // makes the search a branch-and-bound; NotFound then means "nothing cheaper or equal").
+  int64_t max_cost = std::numeric_limits<int64_t>::max();
+  // Which collective kinds may be used. `normal` runs its middle phase with only
+  // all_to_all and collective_permute enabled.
+  bool allow_all_slice = true;
+  bool allow_all_gather = true;
+  bool allow_all_to_all = true;
+  bool allow_all_reduce = true;
+  bool allow_reduce_scatter = true;
+  bool allow_permute = true;
+};
+
+// What a search did, for callers that budget several searches.
+struct SearchStats {
+  int64_t states_settled = 0;
+};
+
+// Finds a cheapest plan (total bytes received) from `from` to `to` within the bound.
+// Returns the steps (empty when from == to). The last step's type is `to` exactly.
+// InvalidArgument: a type is invalid on mesh, element types or global shapes differ, or `to`
+// has a partial axis `from` lacks. NotFound: the search space was exhausted without
+// reaching `to` (no plan exists with the enabled collectives under the bound; `from` itself
+// above the bound also gives NotFound). ResourceExhausted: max_states were settled first.
+// When `stats` is not null it receives the search's statistics.
+absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
+                                             const DistType& to, const SearchOptions& options,
+                                             SearchStats* stats = nullptr);
+
+// The collective_permute from `in` to `out` (same element type, global shape, partial axes
+// and local shape; both valid) that moves the fewest bytes: every device that already holds
+// the block and summand `out` assigns it keeps it (no pair), the others are matched to
+// holders of what they need in increasing id order. Pairs are sorted by source. Aborts when
+// the types are not permute-compatible (internal invariant: callers check the local shape).
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out);
+
+// The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
+absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);
+
+}  // namespace reshard
+
+#endif  // RESHARD_SYNTH_SEARCH_H_

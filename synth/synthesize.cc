@@ -1,0 +1,473 @@
+// synthesize.cc — strategies `normal` (valley normal form) and `naive` (gather, then slice).
+//
+// `normal` builds a valley: a descent (all_slice / reduce_scatter, then all_reduce) from the
+// source to a type X, a constant-size middle (all_to_all / collective_permute) from X to a
+// pre-gather type Y, and an ascent (all_gather) from Y to the target. X and Y have the same
+// mesh axes in their dimensions and the same partial axes, hence the same local size, and
+// LocalBytes(X) <= LocalBytes(from), LocalBytes(Y) <= LocalBytes(to): every step stays within
+// max(LocalBytes(from), LocalBytes(to)). A few placements of X and Y are tried and the plan
+// with the fewest bytes wins. When divisibility blocks every placement, an exhaustive
+// memory-bounded search (synth/search.h) decides. docs/synthesis.md has the full story.
+
+#include "synth/synthesize.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "synth/search.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+// States the middle search may settle per candidate; beyond it the candidate is dropped.
+constexpr int64_t kMiddleStates = 4000;
+// States all middle searches of one Synthesize call may settle together: candidates are
+// tried most promising first, and once this is spent the rest are skipped, which bounds
+// latency on meshes with many axes.
+constexpr int64_t kMiddleBudget = 12000;
+// States the fallback search may settle before `normal` gives up with NotFound.
+constexpr int64_t kFallbackStates = 200000;
+
+bool Contains(const std::vector<std::string>& list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// Applies ops in sequence, recording steps. Ops are built from the rules, so a failure here
+// is a bug in this file.
+class StepBuilder {
+ public:
+  StepBuilder(const Mesh& mesh, DistType start) : mesh_(mesh), current_(std::move(start)) {}
+
+  void Apply(Collective op) {
+    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
+    RESHARD_CHECK(next.ok()) << ToString(op) << " on " << ToString(current_) << ": "
+                             << next.status();
+    current_ = *std::move(next);
+    steps_.push_back(Step{std::move(op), current_});
+  }
+  void Append(const std::vector<Step>& steps) {
+    for (const Step& step : steps) steps_.push_back(step);
+    if (!steps.empty()) current_ = steps.back().type;
+  }
+
+  const DistType& current() const { return current_; }
+  std::vector<Step>& steps() { return steps_; }
+
+ private:
+  const Mesh& mesh_;
+  DistType current_;
+  std::vector<Step> steps_;
+};
+
+int64_t LocalDimSize(const Mesh& mesh, const Dim& dim) {
+  return dim.size / mesh.GroupSize(dim.axes);
+}
+
+// The dimension `axis` should be appended to: `preferred` dims first (in order), then the
+// others by decreasing local size. nullopt when no dimension's local size is divisible.
+std::optional<int> PickDim(const Mesh& mesh, const DistType& type, const std::string& axis,
+                           const std::vector<int>& preferred) {
+  int64_t size = mesh.AxisSize(axis);
+  for (int dim : preferred) {
+    if (LocalDimSize(mesh, type.dims[dim]) % size == 0) return dim;
+  }
+  std::optional<int> best;
+  for (int dim = 0; dim < type.rank(); ++dim) {
+    int64_t local = LocalDimSize(mesh, type.dims[dim]);
+    if (local % size != 0) continue;
+    if (!best || local > LocalDimSize(mesh, type.dims[*best])) best = dim;
+  }
+  return best;
+}
+
+// The dimension whose last axis is `axis`, or -1.
+int DimEndingWith(const DistType& type, const std::string& axis) {
+  for (int dim = 0; dim < type.rank(); ++dim) {
+    if (!type.dims[dim].axes.empty() && type.dims[dim].axes.back() == axis) return dim;
+  }
+  return -1;
+}
+
+// One axis the descent adds to a dimension.
+struct Append {
+  std::string axis;
+  int dim = 0;
+  bool scatter = false;  // reduce_scatter (axis was partial) rather than all_slice.
+};
+
+// How the descent chooses a dimension for each axis it adds.
+enum class Placement {
+  // Right behind the axis's predecessor in `to` when that predecessor ends a dimension (the
+  // two can then travel as one all_to_all group), else the axis's dimension in `to`.
+  kFollow,
+  // The axis's dimension in `to`.
+  kDirect,
+  // A dimension whose local size must still shrink by the axis size to reach the pre-gather
+  // type's local shape (the axis's dimension in `to` first), so that the middle can often be
+  // a single permute, e.g. [4,4{x}] -> [4{x},4{y}] slices y onto dimension 0 and permutes.
+  kShape,
+};
+
+// Where the descent puts the axes `to` uses but `from` has not split yet: new axes (sliced)
+// and partial axes to be reduced (scattered), visited in `to`'s order, except those in
+// `skip`. `y` is the pre-gather type (used by kShape). nullopt when divisibility leaves no
+// place.
+std::optional<std::vector<Append>> PlaceDescent(const Mesh& mesh, const DistType& from,
+                                                const DistType& to, Placement placement,
+                                                const DistType& y,
+                                                const std::vector<std::string>& skip) {
+  DistType current = from;
+  std::vector<Append> appends;
+  for (int j = 0; j < to.rank(); ++j) {
+    const std::vector<std::string>& axes = to.dims[j].axes;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      int use = AxisUse(from, axes[k]);
+      if ((use != kUnused && use != kPartial) || Contains(skip, axes[k])) continue;
+      std::vector<int> preferred;
+      if (placement == Placement::kFollow && k > 0) {
+        int after = DimEndingWith(current, axes[k - 1]);
+        if (after >= 0) preferred.push_back(after);
+      }
+      if (placement == Placement::kShape) {
+        int64_t size = mesh.AxisSize(axes[k]);
+        auto shrinks = [&](int d) {
+          int64_t have = LocalDimSize(mesh, current.dims[d]);
+          int64_t want = LocalDimSize(mesh, y.dims[d]);
+          return have % want == 0 && (have / want) % size == 0 && have > want;
+        };
+        if (shrinks(j)) preferred.push_back(j);
+        for (int d = 0; d < current.rank(); ++d) {
+          if (d != j && shrinks(d)) preferred.push_back(d);
+        }
+      }
+      preferred.push_back(j);
+      std::optional<int> dim = PickDim(mesh, current, axes[k], preferred);
+      if (!dim) return std::nullopt;
+      current.dims[*dim].axes.push_back(axes[k]);
+      appends.push_back(Append{axes[k], *dim, use == kPartial});
+    }
+  }
+  return appends;
+}
+
+// The pre-gather type Y: `to` with the axes only `from` splits (G) appended, visited in
+// `from`'s order, except those in `skip`. kFollow: right behind the axis's predecessor in
+// `from` when that predecessor ends a dimension of Y, else the axis's dimension in `from`.
+// kDirect: the axis's dimension in `from`. kShape: a dimension of Y still larger than in
+// `from` by a multiple of the axis size (so the middle can be a permute, e.g.
+// [4{x},4{y}] -> [4,4{x}] permutes to [4{y},4{x}] and gathers y).
+std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, const DistType& to,
+                                       Placement placement, const std::vector<std::string>& skip) {
+  DistType y = to;
+  for (int i = 0; i < from.rank(); ++i) {
+    const std::vector<std::string>& axes = from.dims[i].axes;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      if (AxisUse(to, axes[k]) != kUnused || Contains(skip, axes[k])) continue;
+      std::vector<int> preferred;
+      if (placement == Placement::kFollow && k > 0) {
+        int after = DimEndingWith(y, axes[k - 1]);
+        if (after >= 0) preferred.push_back(after);
+      }
+      if (placement == Placement::kShape) {
+        int64_t size = mesh.AxisSize(axes[k]);
+        for (int d = 0; d < y.rank(); ++d) {
+          int64_t have = LocalDimSize(mesh, y.dims[d]);
+          int64_t want = LocalDimSize(mesh, from.dims[d]);
+          if (have > want && have % want == 0 && (have / want) % size == 0) {
+            preferred.push_back(d);
+          }
+        }
+      }
+      preferred.push_back(i);
+      std::optional<int> dim = PickDim(mesh, y, axes[k], preferred);
+      if (!dim) return std::nullopt;
+      y.dims[*dim].axes.push_back(axes[k]);
+    }
+  }
+  return y;
+}
+
+// Axes to exchange rather than slice and gather: each new axis of `to` (one `from` neither
+// splits nor sums over) is paired with the first unpaired axis of the same size that only
+// `from` splits. The valley then skips both: its middle permutes let the new axis take the
+// old one's place, which saves the gather of a full-size buffer, e.g. [8{x},8] -> [8{y},8].
+std::vector<std::string> Substitutions(const Mesh& mesh, const DistType& from, const DistType& to) {
+  std::vector<std::string> gathered;
+  for (const Dim& dim : from.dims) {
+    for (const std::string& axis : dim.axes) {
+      if (AxisUse(to, axis) == kUnused) gathered.push_back(axis);
+    }
+  }
+  std::vector<std::string> skip;
+  for (const Dim& dim : to.dims) {
+    for (const std::string& axis : dim.axes) {
+      if (AxisUse(from, axis) != kUnused) continue;
+      for (std::string& g : gathered) {
+        if (!g.empty() && mesh.AxisSize(g) == mesh.AxisSize(axis)) {
+          skip.push_back(axis);
+          skip.push_back(g);
+          g.clear();
+          break;
+        }
+      }
+    }
+  }
+  return skip;
+}
+
+// The same appends with every all_slice before every reduce_scatter, so reductions act on
+// smaller buffers. This may change a dimension's axis order (the middle then repairs it), so
+// it is one more candidate rather than a rule.
+std::vector<Append> SlicesFirst(const std::vector<Append>& appends) {
+  std::vector<Append> order;
+  for (const Append& a : appends) {
+    if (!a.scatter) order.push_back(a);
+  }
+  for (const Append& a : appends) {
+    if (a.scatter) order.push_back(a);
+  }
+  return order;
+}
+
+// Emits the appends as collectives, merging runs that go to the same dimension by the same
+// kind into one multi-axis op.
+void EmitDescent(const std::vector<Append>& appends, StepBuilder& builder) {
+  for (size_t start = 0; start < appends.size();) {
+    size_t end = start;
+    std::vector<std::string> axes;
+    while (end < appends.size() && appends[end].dim == appends[start].dim &&
+           appends[end].scatter == appends[start].scatter) {
+      axes.push_back(appends[end].axis);
+      ++end;
+    }
+    int dim = appends[start].dim;
+    builder.Apply(appends[start].scatter ? Collective::ReduceScatter(axes, dim)
+                                         : Collective::AllSlice(axes, dim));
+    start = end;
+  }
+}
+
+// The gathers from the pre-gather type `y` to `to`: one multi-axis all_gather per dimension.
+void EmitAscent(const DistType& to, const DistType& y, StepBuilder& builder) {
+  for (int i = 0; i < to.rank(); ++i) {
+    const std::vector<std::string>& axes = y.dims[i].axes;
+    size_t keep = to.dims[i].axes.size();
+    if (axes.size() > keep) {
+      builder.Apply(
+          Collective::AllGather(std::vector<std::string>(axes.begin() + keep, axes.end()), i));
+    }
+  }
+}
+
+int64_t TotalBytes(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps) {
+  return ComputeMetrics(mesh, from, steps).bytes_received_total;
+}
+
+int64_t AscentBytes(const Mesh& mesh, const DistType& to, const DistType& y) {
+  StepBuilder builder(mesh, y);
+  EmitAscent(to, y, builder);
+  return TotalBytes(mesh, y, builder.steps());
+}
+
+// One valley through the given descent and pre-gather type, or the status of its middle.
+// `budget` is the total bytes of the best plan so far: the middle search is pruned at what
+// remains of it, so a valley that cannot match the best fails early.
+absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
+                                         const std::vector<Append>& appends, const DistType& y,
+                                         int64_t budget, int64_t& states_left) {
+  StepBuilder builder(mesh, from);
+  EmitDescent(appends, builder);
+  std::vector<std::string> reduce;
+  for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
+    if (!Contains(to.partial, axis)) reduce.push_back(axis);
+  }
+  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+
+  const DistType x = builder.current();
+  RESHARD_CHECK(LocalBytes(mesh, x) == LocalBytes(mesh, y))
+      << "valley ends differ in size: " << ToString(x) << " vs " << ToString(y);
+  if (!(x == y)) {
+    SearchOptions options;
+    options.max_local_bytes = LocalBytes(mesh, x);
+    // Without any plan yet a candidate may exceed the shared budget.
+    options.max_states = states_left > 0 ? std::min(kMiddleStates, states_left) : kMiddleStates;
+    options.allow_all_slice = options.allow_all_gather = false;
+    options.allow_all_reduce = options.allow_reduce_scatter = false;
+    options.max_cost = budget - TotalBytes(mesh, from, builder.steps()) - AscentBytes(mesh, to, y);
+    if (options.max_cost < 0) return absl::NotFoundError("over budget");
+    SearchStats stats;
+    absl::StatusOr<std::vector<Step>> middle = SearchPlan(mesh, x, y, options, &stats);
+    states_left -= stats.states_settled;
+    if (!middle.ok()) return middle.status();
+    builder.Append(*middle);
+  }
+  EmitAscent(to, y, builder);
+  return std::move(builder.steps());
+}
+
+absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
+                                              const DistType& to) {
+  if (from == to) return std::vector<Step>{};
+
+  // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
+  std::vector<std::pair<std::vector<Append>, DistType>> candidates;
+  auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
+      return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
+    });
+  };
+  const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
+  for (const std::vector<std::string>& skip : {std::vector<std::string>{}, substitutions}) {
+    std::vector<DistType> pre_gathers;
+    for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
+      std::optional<DistType> y = PlacePreGather(mesh, from, to, placement, skip);
+      if (y && std::find(pre_gathers.begin(), pre_gathers.end(), *y) == pre_gathers.end()) {
+        pre_gathers.push_back(*y);
+      }
+    }
+    for (const DistType& y : pre_gathers) {
+      for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
+        std::optional<std::vector<Append>> appends =
+            PlaceDescent(mesh, from, to, placement, y, skip);
+        if (!appends) continue;
+        for (const std::vector<Append>& descent : {*appends, SlicesFirst(*appends)}) {
+          if (std::none_of(candidates.begin(), candidates.end(), [&](const auto& c) {
+                return same(c.first, descent) && c.second == y;
+              })) {
+            candidates.emplace_back(descent, y);
+          }
+        }
+      }
+    }
+  }
+
+  std::optional<std::vector<Step>> best;
+  int64_t best_bytes = 0;
+  auto consider = [&](std::vector<Step> steps) {
+    int64_t bytes = TotalBytes(mesh, from, steps);
+    if (!best || bytes < best_bytes || (bytes == best_bytes && steps.size() < best->size())) {
+      best = std::move(steps);
+      best_bytes = bytes;
+    }
+  };
+  // Same local shape and partial axes: one permute is always possible (and often best).
+  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
+      PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
+    consider({Step{MinimalPermute(mesh, from, to), to}});
+  }
+  // No plan receives less than the lower bound: stop as soon as one reaches it.
+  const int64_t lower_bound = LowerBoundBytesTotal(mesh, from, to);
+  int64_t states_left = kMiddleBudget;
+  for (const auto& [descent, y] : candidates) {
+    if (best && (best_bytes <= lower_bound || states_left <= 0)) break;
+    absl::StatusOr<std::vector<Step>> steps =
+        Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
+               states_left);
+    if (steps.ok()) consider(*std::move(steps));
+  }
+  if (best) return *std::move(best);
+
+  // Divisibility blocked every valley we construct: let the exhaustive search decide.
+  SearchOptions options;
+  options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  options.max_states = kFallbackStates;
+  absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
+  if (absl::IsResourceExhausted(steps.status())) {
+    return absl::NotFoundError(absl::StrCat(
+        "no valley plan fits the divisibility constraints, and the exhaustive memory-bounded "
+        "search stopped at its cap: ",
+        steps.status().message()));
+  }
+  return steps;
+}
+
+std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
+  StepBuilder builder(mesh, from);
+  std::vector<std::string> reduce;
+  for (const std::string& axis : PartialInMeshOrder(mesh, from)) {
+    if (!Contains(to.partial, axis)) reduce.push_back(axis);
+  }
+  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+  for (int i = 0; i < from.rank(); ++i) {
+    if (!from.dims[i].axes.empty()) builder.Apply(Collective::AllGather(from.dims[i].axes, i));
+  }
+  for (int j = 0; j < to.rank(); ++j) {
+    if (!to.dims[j].axes.empty()) builder.Apply(Collective::AllSlice(to.dims[j].axes, j));
+  }
+  return std::move(builder.steps());
+}
+
+}  // namespace
+
+std::string_view StrategyName(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kNormal:
+      return "normal";
+    case Strategy::kNaive:
+      return "naive";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
+  for (Strategy s : {Strategy::kNormal, Strategy::kNaive}) {
+    if (name == StrategyName(s)) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown strategy '", Absl(name), "' (known: normal, naive)"));
+}
+
+absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
+                                const SynthesisOptions& options) {
+  if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+  std::vector<Step> steps;
+  switch (options.strategy) {
+    case Strategy::kNormal: {
+      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to);
+      if (!normal.ok()) return normal.status();
+      steps = *std::move(normal);
+      break;
+    }
+    case Strategy::kNaive:
+      steps = NaiveSteps(mesh, from, to);
+      break;
+  }
+  // The target prints as the caller wrote it (partial order is not significant).
+  if (!steps.empty()) {
+    RESHARD_CHECK(steps.back().type == to) << ToString(steps.back().type) << " != " << ToString(to);
+    steps.back().type = to;
+  }
+
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = from;
+  plan.target = to;
+  plan.strategy = std::string(StrategyName(options.strategy));
+  plan.steps = std::move(steps);
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps);  // Includes the lower bound.
+  absl::Status check = CheckPlan(plan);
+  RESHARD_CHECK(check.ok()) << "synthesized an ill-typed plan: " << check;
+  if (options.strategy == Strategy::kNormal) {
+    RESHARD_CHECK(plan.metrics.peak_local_bytes <=
+                  std::max(LocalBytes(mesh, from), LocalBytes(mesh, to)))
+        << "normal plan exceeds the memory bound";
+  }
+  return plan;
+}
+
+}  // namespace reshard
