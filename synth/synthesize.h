@@ -20,7 +20,8 @@ namespace reshard {
 
 enum class Strategy {
   // The paper's valley normal form: reductions and slices, then all_to_alls and permutes,
-  // then gathers. Memory-bounded.
+  // then gathers. Memory-bounded. When divisibility leaves no valley plan, the exhaustive
+  // search's plan (still within the bound, but possibly falling and rising more than once).
   kNormal,
   // Reference baseline: all_reduce the partial axes to be removed, all_gather every dimension
   // to full size, then all_slice to the target. Not memory-bounded.

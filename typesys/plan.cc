@@ -84,7 +84,8 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
   const int64_t target_elements = LocalElements(mesh, target);
   bool reduces = false;
   for (const std::string& axis : source.partial) {
-    if (AxisUse(target, axis) != kPartial) reduces = true;
+    // A size-1 partial axis sums a single summand: devices already hold the value.
+    if (AxisUse(target, axis) != kPartial && mesh.AxisSize(axis) > 1) reduces = true;
   }
   if (reduces) return Saturate(__int128{n} * target_elements * element_bytes);
 

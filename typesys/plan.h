@@ -63,9 +63,9 @@ absl::Status CheckPlan(const Plan& plan);
 Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps);
 
 // Sum over devices of the target bytes the device does not already hold in `source`:
-// elements of its target block outside its source block. When a partial axis of the source
-// is not partial in the target, every device needs at least one incoming value per target
-// element, so the bound is the sum of target local bytes. Both types valid on mesh.
+// elements of its target block outside its source block. When a partial axis of size > 1 of
+// the source is not partial in the target, every device needs at least one incoming value per
+// target element, so the bound is the sum of target local bytes. Both types valid on mesh.
 int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const DistType& target);
 
 // JSON of DESIGN §3: {"mesh","from","to","strategy","steps":[{"op","mesh_axes",<attrs>,
