@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "typesys/collective.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
@@ -256,12 +257,107 @@ TEST(PlanTest, JsonRoundTrip) {
             R"({"mesh":"x=2,y=2","from":"f32[8{x,y}]","to":"f32[8{y,x}]","strategy":"hand",)"
             R"("steps":[{"op":"collective_permute","mesh_axes":[],"source_target_pairs":[[1,2],)"
             R"([2,1]],"type":"f32[8{y,x}]"}],"metrics":{"peak_local_bytes":8,)"
-            R"("bytes_received_max":8,"bytes_received_total":16,"lower_bound_bytes_total":16}})");
+            R"("bytes_received_max":8,"bytes_received_total":16,"lower_bound_bytes_total":16,)"
+            R"("cost_us":5.0}})");
   absl::StatusOr<Plan> back = PlanFromJson(json);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->steps, plan.steps);
   EXPECT_EQ(back->metrics, plan.metrics);
   EXPECT_EQ(PlanToJson(*back), json);
+}
+
+TEST(CostModelTest, RingFormulasPerAxis) {
+  Mesh mesh = M("x=2,y=4");
+  absl::StatusOr<CostModel> model = ParseCostModel(" x = 1.5:300 , y=10:25");
+  ASSERT_TRUE(model.ok()) << model.status();
+  DistType t = T(mesh, "f32[16{x,y},1000]");  // 2x1000 f32 = 8000 bytes per device.
+  const double b = 8000;
+  auto us = [](double bytes, double gbps) { return bytes / (gbps * 1e3); };
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllGather({"y"}, 0)),
+                   3 * 10 + us(3 * b, 25));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllGather({"x", "y"}, 0)),
+                   7 * 10 + us(7 * b, 25));  // Limited by the slower axis y.
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllToAll({"x", "y"}, 0, 1)),
+                   7 * 10 + us(7.0 / 8 * b, 25));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllSlice({"x"}, 1)), 0);
+  DistType p = T(mesh, "f32[16,1000] partial{x}");
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, p, Collective::AllReduce({"x"})),
+                   2 * 1.5 + us(64000, 300));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, p, Collective::ReduceScatter({"x"}, 0)),
+                   1.5 + us(32000, 300));
+  // Devices 0 and 4 differ only in x (fast); 0 and 1 only in y (slow).
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::Permute({{0, 4}, {4, 0}})),
+                   1.5 + us(b, 300));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::Permute({{0, 4}, {1, 0}})),
+                   10 + us(b, 25));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::Permute({})), 0);
+  EXPECT_EQ(model->ToString(), "x=1.5:300,y=10:25");
+  // Defaults: 5 us, 100 GB/s on every axis.
+  EXPECT_DOUBLE_EQ(CostModel().StepCostUs(mesh, t, Collective::AllGather({"x"}, 0)),
+                   5 + us(b, 100));
+}
+
+TEST(CostModelTest, ParseErrors) {
+  EXPECT_FALSE(ParseCostModel("x=1").ok());
+  EXPECT_FALSE(ParseCostModel("x=1:0").ok());
+  EXPECT_FALSE(ParseCostModel("x=-1:5").ok());
+  EXPECT_FALSE(ParseCostModel("x=1:5,x=2:5").ok());
+  EXPECT_FALSE(ParseCostModel("=1:5").ok());
+  absl::StatusOr<CostModel> star = ParseCostModel("*=2:50,y=1:10");
+  ASSERT_TRUE(star.ok());
+  EXPECT_EQ(star->Axis("x"), (AxisCost{2, 50}));
+  EXPECT_EQ(star->Axis("y"), (AxisCost{1, 10}));
+  EXPECT_FALSE(CheckCostModel(M("x=2"), *star).ok());  // Names y.
+}
+
+// all_to_all_v gathering f32[4{x}] on x=2: each device copies its half and receives the other.
+Collective GatherV() {
+  return Collective::AllToAllV({4}, {Transfer{0, 0, {0}, {0}, {2}}, Transfer{1, 0, {0}, {2}, {2}},
+                                     Transfer{1, 1, {0}, {2}, {2}}, Transfer{0, 1, {0}, {0}, {2}}});
+}
+
+TEST(AllToAllVTest, RuleMetricsAndJson) {
+  Mesh mesh = M("x=2");
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = T(mesh, "f32[4{x}]");
+  plan.target = T(mesh, "f32[4]");
+  plan.strategy = "hand";
+  plan.steps = {Step{GatherV(), plan.target}};
+  plan.metrics = ComputeMetrics(mesh, plan.source, plan.steps);
+  ASSERT_TRUE(CheckPlan(plan).ok()) << CheckPlan(plan);
+  EXPECT_EQ(plan.metrics.bytes_received_total, 16);
+  EXPECT_EQ(plan.metrics.bytes_received_max, 8);
+  EXPECT_EQ(plan.metrics.peak_local_bytes, 8 + 16);  // Input and output live together.
+  EXPECT_EQ(BytesReceived(mesh, plan.source, plan.steps[0].op, 1), 8);
+  std::string json = PlanToJson(plan);
+  EXPECT_NE(json.find(R"("op":"all_to_all_v","mesh_axes":[],"out_shape":[4],"transfers":[[0,0,[0],[0],[2]],)"),
+            std::string::npos)
+      << json;
+  absl::StatusOr<Plan> back = PlanFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->steps, plan.steps);
+  EXPECT_EQ(back->metrics, plan.metrics);
+}
+
+TEST(AllToAllVTest, RuleRejectsMissingWrongAndOverlappingBoxes) {
+  Mesh mesh = M("x=2");
+  DistType in = T(mesh, "f32[4{x}]"), out = T(mesh, "f32[4]");
+  Collective missing = GatherV();
+  missing.transfers.pop_back();
+  EXPECT_NE(ErrorOf(CheckAllToAllV(mesh, in, missing, out)).find("write 2 of device 1's 4"),
+            std::string::npos);
+  Collective wrong = GatherV();
+  wrong.transfers[1].target_offset = {0};  // Device 1's half lands on device 0's half.
+  EXPECT_NE(ErrorOf(CheckAllToAllV(mesh, in, wrong, out)).find("global index"), std::string::npos);
+  Collective outside = GatherV();
+  outside.transfers[0].shape = {3};
+  EXPECT_NE(ErrorOf(CheckAllToAllV(mesh, in, outside, out)).find("leaves a buffer"),
+            std::string::npos);
+  Collective shape = GatherV();
+  shape.out_shape = {2};
+  EXPECT_NE(ErrorOf(CheckAllToAllV(mesh, in, shape, out)).find("out_shape"), std::string::npos);
+  EXPECT_FALSE(ApplyRule(mesh, in, GatherV()).ok());
 }
 
 TEST(PlanTest, JsonErrors) {

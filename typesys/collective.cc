@@ -21,6 +21,7 @@ constexpr std::pair<CollectiveKind, std::string_view> kNames[] = {
     {CollectiveKind::kAllReduce, "all_reduce"},
     {CollectiveKind::kReduceScatter, "reduce_scatter"},
     {CollectiveKind::kCollectivePermute, "collective_permute"},
+    {CollectiveKind::kAllToAllV, "all_to_all_v"},
 };
 
 // The MLIR attribute name of `op.dim` for each kind that has one.
@@ -126,9 +127,9 @@ void Append(std::vector<std::string>& list, const std::vector<std::string>& axes
 
 absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& in,
                                              const Collective& op) {
-  if (op.kind == CollectiveKind::kCollectivePermute) {
-    return absl::InvalidArgumentError(
-        "collective_permute has no result rule: its result type is given by the plan");
+  if (op.kind == CollectiveKind::kCollectivePermute || op.kind == CollectiveKind::kAllToAllV) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Absl(CollectiveName(op.kind)), " has no result rule: its result type is given by the plan"));
   }
   if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
   DistType out = in;
@@ -167,6 +168,7 @@ absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& i
       Append(out.dims[op.dim].axes, op.mesh_axes);
       return out;
     case CollectiveKind::kCollectivePermute:
+    case CollectiveKind::kAllToAllV:
       break;
   }
   RESHARD_CHECK(false) << "unhandled collective kind";
@@ -189,32 +191,43 @@ absl::StatusOr<CollectiveKind> ParseCollectiveKind(std::string_view name) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown collective '", Absl(name),
-      "' (expected all_slice, all_gather, all_to_all, all_reduce, reduce_scatter or "
-      "collective_permute)"));
+      "' (expected all_slice, all_gather, all_to_all, all_reduce, reduce_scatter, "
+      "collective_permute or all_to_all_v)"));
 }
 
 Collective Collective::AllSlice(std::vector<std::string> axes, int64_t slice_dim) {
-  return Collective{CollectiveKind::kAllSlice, std::move(axes), slice_dim, -1, {}};
+  return Collective{CollectiveKind::kAllSlice, std::move(axes), slice_dim, -1, {}, {}, {}};
 }
 Collective Collective::AllGather(std::vector<std::string> axes, int64_t gather_dim) {
-  return Collective{CollectiveKind::kAllGather, std::move(axes), gather_dim, -1, {}};
+  return Collective{CollectiveKind::kAllGather, std::move(axes), gather_dim, -1, {}, {}, {}};
 }
 Collective Collective::AllToAll(std::vector<std::string> axes, int64_t concat_dim,
                                 int64_t split_dim) {
-  return Collective{CollectiveKind::kAllToAll, std::move(axes), concat_dim, split_dim, {}};
+  return Collective{CollectiveKind::kAllToAll, std::move(axes), concat_dim, split_dim, {}, {}, {}};
 }
 Collective Collective::AllReduce(std::vector<std::string> axes) {
-  return Collective{CollectiveKind::kAllReduce, std::move(axes), -1, -1, {}};
+  return Collective{CollectiveKind::kAllReduce, std::move(axes), -1, -1, {}, {}, {}};
 }
 Collective Collective::ReduceScatter(std::vector<std::string> axes, int64_t scatter_dim) {
-  return Collective{CollectiveKind::kReduceScatter, std::move(axes), scatter_dim, -1, {}};
+  return Collective{CollectiveKind::kReduceScatter, std::move(axes), scatter_dim, -1, {}, {}, {}};
 }
 Collective Collective::Permute(std::vector<std::pair<int64_t, int64_t>> pairs) {
-  return Collective{CollectiveKind::kCollectivePermute, {}, -1, -1, std::move(pairs)};
+  return Collective{CollectiveKind::kCollectivePermute, {}, -1, -1, std::move(pairs), {}, {}};
+}
+Collective Collective::AllToAllV(std::vector<int64_t> out_shape, std::vector<Transfer> transfers) {
+  return Collective{CollectiveKind::kAllToAllV, {}, -1, -1, {}, std::move(out_shape),
+                    std::move(transfers)};
 }
 
 std::string ToString(const Collective& op) {
   std::string out(CollectiveName(op.kind));
+  if (op.kind == CollectiveKind::kAllToAllV) {
+    int64_t remote = std::count_if(op.transfers.begin(), op.transfers.end(),
+                                   [](const Transfer& t) { return t.source != t.target; });
+    absl::StrAppend(&out, " out_shape=[", absl::StrJoin(op.out_shape, ","),
+                    "] transfers=", op.transfers.size(), " (", remote, " remote)");
+    return out;
+  }
   if (op.kind == CollectiveKind::kCollectivePermute) {
     absl::StrAppend(&out, " source_target_pairs=[",
                     absl::StrJoin(op.source_target_pairs, ",",
@@ -282,9 +295,95 @@ absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective
   return absl::OkStatus();
 }
 
+absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collective& op,
+                            const DistType& out) {
+  auto fail = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
+  };
+  if (op.kind != CollectiveKind::kAllToAllV) return fail("not an all_to_all_v");
+  if (!op.mesh_axes.empty()) return fail("mesh_axes must be empty");
+  if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
+  if (in.element_type != out.element_type) return fail("element types differ");
+  if (in.rank() != out.rank()) return fail("ranks differ");
+  for (int i = 0; i < in.rank(); ++i) {
+    if (in.dims[i].size != out.dims[i].size) return fail("global shapes differ");
+  }
+  if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
+    return fail("partial axes differ");
+  }
+  const std::vector<int64_t> in_local = LocalShape(mesh, in);
+  const std::vector<int64_t> out_local = LocalShape(mesh, out);
+  if (op.out_shape != out_local) {
+    return fail(absl::StrCat("out_shape [", absl::StrJoin(op.out_shape, ","),
+                             "] is not the result's local shape [", absl::StrJoin(out_local, ","),
+                             "]"));
+  }
+  const int64_t n = mesh.num_devices();
+  const int rank = in.rank();
+  // Per target: the boxes written into its output, for the exact-cover check.
+  std::vector<std::vector<const Transfer*>> written(n);
+  for (size_t k = 0; k < op.transfers.size(); ++k) {
+    const Transfer& t = op.transfers[k];
+    std::string where = absl::StrCat("transfer ", k, " (", t.source, " -> ", t.target, ")");
+    if (t.source < 0 || t.source >= n || t.target < 0 || t.target >= n) {
+      return fail(absl::StrCat(where, " names a device outside 0..", n - 1));
+    }
+    if (static_cast<int>(t.source_offset.size()) != rank ||
+        static_cast<int>(t.target_offset.size()) != rank ||
+        static_cast<int>(t.shape.size()) != rank) {
+      return fail(absl::StrCat(where, ": offsets and shape must have rank ", rank));
+    }
+    std::vector<int64_t> source_block = BlockOffset(mesh, in, t.source);
+    std::vector<int64_t> target_block = BlockOffset(mesh, out, t.target);
+    for (int i = 0; i < rank; ++i) {
+      if (t.shape[i] < 1 || t.source_offset[i] < 0 || t.target_offset[i] < 0 ||
+          t.source_offset[i] > in_local[i] - t.shape[i] ||
+          t.target_offset[i] > out_local[i] - t.shape[i]) {
+        return fail(absl::StrCat(where, ": box leaves a buffer in dimension ", i));
+      }
+      if (source_block[i] + t.source_offset[i] != target_block[i] + t.target_offset[i]) {
+        return fail(absl::StrCat(where, ": moves global index ",
+                                 source_block[i] + t.source_offset[i], " to global index ",
+                                 target_block[i] + t.target_offset[i], " in dimension ", i));
+      }
+    }
+    if (SummandIndex(mesh, in, t.source) != SummandIndex(mesh, out, t.target)) {
+      return fail(absl::StrCat(where, " moves a summand into another summand's place"));
+    }
+    written[t.target].push_back(&t);
+  }
+  const int64_t local_elements = LocalElements(mesh, out);
+  for (int64_t d = 0; d < n; ++d) {
+    __int128 volume = 0;
+    const std::vector<const Transfer*>& boxes = written[d];
+    for (size_t a = 0; a < boxes.size(); ++a) {
+      __int128 v = 1;
+      for (int i = 0; i < rank; ++i) v *= boxes[a]->shape[i];
+      volume += v;
+      for (size_t b = 0; b < a; ++b) {
+        bool overlap = true;
+        for (int i = 0; i < rank && overlap; ++i) {
+          overlap = boxes[a]->target_offset[i] < boxes[b]->target_offset[i] + boxes[b]->shape[i] &&
+                    boxes[b]->target_offset[i] < boxes[a]->target_offset[i] + boxes[a]->shape[i];
+        }
+        if (overlap) {
+          return fail(absl::StrCat("two transfers write the same elements of device ", d));
+        }
+      }
+    }
+    if (volume != local_elements) {
+      return fail(absl::StrCat("transfers write ", static_cast<int64_t>(volume), " of device ", d,
+                               "'s ", local_elements, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
                        const DistType& out) {
   if (op.kind == CollectiveKind::kCollectivePermute) return CheckPermute(mesh, in, op, out);
+  if (op.kind == CollectiveKind::kAllToAllV) return CheckAllToAllV(mesh, in, op, out);
   absl::StatusOr<DistType> expected = ApplyRule(mesh, in, op);
   if (!expected.ok()) return expected.status();
   if (!(*expected == out)) {
@@ -315,6 +414,16 @@ int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op
         if (t == device) return s == device ? 0 : bytes;
       }
       return 0;
+    case CollectiveKind::kAllToAllV: {
+      int64_t elements = 0;
+      for (const Transfer& t : op.transfers) {
+        if (t.target != device || t.source == device) continue;
+        int64_t v = 1;
+        for (int64_t e : t.shape) v *= e;
+        elements += v;
+      }
+      return elements * ElementBytes(in.element_type);
+    }
   }
   RESHARD_CHECK(false) << "unhandled collective kind";
   return 0;

@@ -28,11 +28,30 @@ enum class CollectiveKind {
   kAllReduce,
   kReduceScatter,
   kCollectivePermute,
+  // An irregular point-to-point exchange (MPI_Alltoallv): explicit boxes of elements from
+  // source buffers to target buffers. reshard's own extension of DESIGN §2, used by strategy
+  // `direct`; see Transfer and CheckAllToAllV.
+  kAllToAllV,
 };
 
-// "all_slice", "all_gather", "all_to_all", "all_reduce", "reduce_scatter", "collective_permute".
+// "all_slice", "all_gather", "all_to_all", "all_reduce", "reduce_scatter", "collective_permute",
+// "all_to_all_v".
 std::string_view CollectiveName(CollectiveKind kind);
 absl::StatusOr<CollectiveKind> ParseCollectiveKind(std::string_view name);
+
+// all_to_all_v only: device `source` copies the box of its input buffer that starts at local
+// index `source_offset` and has extent `shape` into the box of device `target`'s output
+// buffer that starts at `target_offset`. source == target is a local copy (no bytes
+// received). All three vectors have the array's rank.
+struct Transfer {
+  int64_t source = 0;
+  int64_t target = 0;
+  std::vector<int64_t> source_offset;
+  std::vector<int64_t> target_offset;
+  std::vector<int64_t> shape;
+
+  bool operator==(const Transfer&) const = default;
+};
 
 struct Collective {
   CollectiveKind kind = CollectiveKind::kAllSlice;
@@ -44,6 +63,11 @@ struct Collective {
   int64_t split_dim = -1;
   // collective_permute only: linear device ids, device `first` sends its buffer to `second`.
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
+  // all_to_all_v only: every device's output buffer has local shape `out_shape`, and is
+  // written exactly once per element by `transfers` (local copies included). The input buffer
+  // stays live until the exchange ends, so the step's transient footprint is input + output.
+  std::vector<int64_t> out_shape;
+  std::vector<Transfer> transfers;
 
   static Collective AllSlice(std::vector<std::string> axes, int64_t slice_dim);
   static Collective AllGather(std::vector<std::string> axes, int64_t gather_dim);
@@ -51,16 +75,19 @@ struct Collective {
   static Collective AllReduce(std::vector<std::string> axes);
   static Collective ReduceScatter(std::vector<std::string> axes, int64_t scatter_dim);
   static Collective Permute(std::vector<std::pair<int64_t, int64_t>> pairs);
+  static Collective AllToAllV(std::vector<int64_t> out_shape, std::vector<Transfer> transfers);
 
   bool operator==(const Collective&) const = default;
 };
 
 // Readable one-line form, e.g. `all_to_all mesh_axes=[x] split_axis=1 concat_axis=0` or
-// `collective_permute source_target_pairs=[[0,1],[1,0]]`.
+// `collective_permute source_target_pairs=[[0,1],[1,0]]`; all_to_all_v prints its output
+// shape and transfer count, e.g. `all_to_all_v out_shape=[2,8] transfers=24 (16 remote)`.
 std::string ToString(const Collective& op);
 
 // The type produced by `op` on `in` (in must be valid on mesh). Not defined for
-// collective_permute, whose result is chosen by the plan: use CheckPermute. InvalidArgument
+// collective_permute and all_to_all_v, whose results are chosen by the plan: use CheckPermute
+// and CheckAllToAllV. InvalidArgument
 // naming the broken rule, e.g. "all_gather over [y] on dimension 0 needs the dimension to end
 // with [y], but it is 8{x}".
 absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op);
@@ -72,14 +99,28 @@ absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const C
 absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective& op,
                           const DistType& out);
 
-// `op` takes `in` to `out`: ApplyRule(...) == out, or CheckPermute for permutes.
+// all_to_all_v's rule (the result type is given by the plan and verified, not computed):
+// `out` is valid with in's element type, global shape and partial axes; mesh_axes is empty;
+// op.out_shape == LocalShape(out); every transfer names devices in range, has boxes of the
+// array's rank with non-negative offsets and positive extents inside the source's input and
+// the target's output local shape, moves global elements to the same global position
+// (BlockOffset(in, source) + source_offset == BlockOffset(out, target) + target_offset) and
+// keeps the summand (equal SummandIndex of source under `in` and target under `out`); and the
+// boxes written into each device's output are pairwise disjoint and cover it exactly (their
+// volumes sum to the local element count). Together: every device receives exactly the
+// elements `out` assigns it. InvalidArgument naming the first broken rule and transfer.
+absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collective& op,
+                            const DistType& out);
+
+// `op` takes `in` to `out`: ApplyRule(...) == out, or CheckPermute / CheckAllToAllV.
 absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
                        const DistType& out);
 
 // Bytes device `device` receives when `op` runs on a value of type `in` (DESIGN §2 table; B is
 // in's local bytes, k the group size): all_slice 0; all_gather (k-1)B; all_to_all and
 // reduce_scatter (k-1)B/k; all_reduce 2(k-1)B/k rounded up; permute B for a target whose
-// source is another device. `op` must type-check on `in`.
+// source is another device; all_to_all_v the element bytes of the boxes `device` receives from
+// other devices. `op` must type-check on `in`.
 int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op, int64_t device);
 
 }  // namespace reshard

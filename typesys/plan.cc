@@ -43,21 +43,40 @@ absl::Status CheckPlan(const Plan& plan) {
                                                    ", not at the target ",
                                                    ToString(plan.target)));
   }
-  if (!(ComputeMetrics(plan.mesh, plan.source, plan.steps) == plan.metrics)) {
+  if (!(ComputeMetrics(plan.mesh, plan.source, plan.steps, plan.cost_model) == plan.metrics)) {
     return absl::InvalidArgumentError("plan metrics differ from the metrics of its steps");
   }
   return absl::OkStatus();
 }
 
-Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps) {
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
+                       const CostModel& cost_model) {
   const int64_t n = mesh.num_devices();
   Metrics metrics;
   metrics.peak_local_bytes = LocalBytes(mesh, source);
   std::vector<__int128> received(n, 0);
   const DistType* current = &source;
+  double cost_us = 0;
   for (const Step& step : steps) {
-    if (step.op.kind == CollectiveKind::kCollectivePermute) {
-      for (int64_t d = 0; d < n; ++d) received[d] += BytesReceived(mesh, *current, step.op, d);
+    cost_us += cost_model.StepCostUs(mesh, *current, step.op);
+    if (step.op.kind == CollectiveKind::kAllToAllV) {
+      // One pass over the transfers (BytesReceived per device would be quadratic).
+      const int64_t element_bytes = ElementBytes(current->element_type);
+      for (const Transfer& t : step.op.transfers) {
+        if (t.source == t.target || t.target < 0 || t.target >= n) continue;
+        __int128 v = element_bytes;
+        for (int64_t e : t.shape) v *= e;
+        received[t.target] += v;
+      }
+      // Input and output buffers are both live during the exchange.
+      metrics.peak_local_bytes =
+          std::max(metrics.peak_local_bytes, LocalBytes(mesh, *current) + LocalBytes(mesh, step.type));
+    } else if (step.op.kind == CollectiveKind::kCollectivePermute) {
+      // One pass over the pairs (BytesReceived per device would be quadratic).
+      const int64_t bytes = LocalBytes(mesh, *current);
+      for (const auto& [s, t] : step.op.source_target_pairs) {
+        if (s != t && t >= 0 && t < n) received[t] += bytes;
+      }
     } else {
       // Every device of a group collective receives the same amount.
       int64_t bytes = BytesReceived(mesh, *current, step.op, 0);
@@ -74,6 +93,7 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
   metrics.bytes_received_max = Saturate(max);
   metrics.bytes_received_total = Saturate(total);
   metrics.lower_bound_bytes_total = LowerBoundBytesTotal(mesh, source, *current);
+  metrics.cost_us = RoundCostUs(cost_us);
   return metrics;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "typesys/collective.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 
@@ -28,13 +29,18 @@ struct Step {
 };
 
 struct Metrics {
-  // Max local bytes over the source, every intermediate and the target.
+  // Max local bytes over the source, every intermediate and the target. An all_to_all_v step
+  // counts its transient footprint, input + output local bytes (both buffers are live while
+  // the exchange runs).
   int64_t peak_local_bytes = 0;
   // Per-device bytes received summed over the steps: the maximum over devices, and the total.
   int64_t bytes_received_max = 0;
   int64_t bytes_received_total = 0;
   // Bytes no plan can avoid receiving (see LowerBoundBytesTotal).
   int64_t lower_bound_bytes_total = 0;
+  // Modeled time in µs: the sum of the steps' CostModel::StepCostUs, rounded to whole ns
+  // (RoundCostUs), under the plan's cost model.
+  double cost_us = 0;
 
   bool operator==(const Metrics&) const = default;
 };
@@ -46,6 +52,9 @@ struct Plan {
   std::string strategy;
   std::vector<Step> steps;
   Metrics metrics;
+  // The model metrics.cost_us was computed with (not part of the JSON form: PlanFromJson
+  // takes it as an argument, like the CLI's --axis-cost).
+  CostModel cost_model;
 
   // The type after the last step (the source when there are no steps).
   const DistType& result() const { return steps.empty() ? source : steps.back().type; }
@@ -56,11 +65,13 @@ struct Plan {
 // with [y]".
 absl::Status CheckSteps(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps);
 
-// CheckSteps, then that the result equals plan.target and plan.metrics are the computed ones.
+// CheckSteps, then that the result equals plan.target and plan.metrics are the computed ones
+// (under plan.cost_model).
 absl::Status CheckPlan(const Plan& plan);
 
-// Metrics of type-checked steps (call CheckSteps first).
-Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps);
+// Metrics of type-checked steps (call CheckSteps first); cost_us under `cost_model`.
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
+                       const CostModel& cost_model = CostModel());
 
 // Sum over devices of the target bytes the device does not already hold in `source`:
 // elements of its target block outside its source block. When a partial axis of size > 1 of
@@ -71,9 +82,10 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
 // JSON of DESIGN §3: {"mesh","from","to","strategy","steps":[{"op","mesh_axes",<attrs>,
 // "type"}],"metrics":{...}} on one line.
 std::string PlanToJson(const Plan& plan);
-// Reads PlanToJson's format back (metrics are recomputed, not trusted). InvalidArgument naming
-// the field that is missing or malformed, or the step that does not type-check.
-absl::StatusOr<Plan> PlanFromJson(std::string_view json);
+// Reads PlanToJson's format back (metrics are recomputed under `cost_model`, not trusted; the
+// result's cost_model is `cost_model`). InvalidArgument naming the field that is missing or
+// malformed, the step that does not type-check, or an axis of `cost_model` the mesh lacks.
+absl::StatusOr<Plan> PlanFromJson(std::string_view json, const CostModel& cost_model = CostModel());
 
 }  // namespace reshard
 

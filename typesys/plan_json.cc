@@ -45,6 +45,16 @@ Json StepToJson(const Step& step) {
       j["source_target_pairs"] = std::move(pairs);
       break;
     }
+    case CollectiveKind::kAllToAllV: {
+      // Compact: [source, target, [source offset], [target offset], [shape]] per transfer.
+      j["out_shape"] = op.out_shape;
+      Json transfers = Json::array();
+      for (const Transfer& t : op.transfers) {
+        transfers.push_back({t.source, t.target, t.source_offset, t.target_offset, t.shape});
+      }
+      j["transfers"] = std::move(transfers);
+      break;
+    }
   }
   j["type"] = ToString(step.type);
   return j;
@@ -84,7 +94,8 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
       if (!axis.is_string()) return FieldError(where, "mesh_axes", "must be an array of strings");
       op.mesh_axes.push_back(axis.get<std::string>());
     }
-  } else if (op.kind != CollectiveKind::kCollectivePermute) {
+  } else if (op.kind != CollectiveKind::kCollectivePermute &&
+             op.kind != CollectiveKind::kAllToAllV) {
     return FieldError(where, "mesh_axes", "is missing");
   }
   auto read_dim = [&](const std::string& field, int64_t& out) -> absl::Status {
@@ -124,6 +135,38 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
       }
       break;
     }
+    case CollectiveKind::kAllToAllV: {
+      auto ints = [](const Json& a, std::vector<int64_t>& out) {
+        if (!a.is_array()) return false;
+        for (const Json& v : a) {
+          if (!v.is_number_integer()) return false;
+          out.push_back(v.get<int64_t>());
+        }
+        return true;
+      };
+      auto shape = j.find("out_shape");
+      if (shape == j.end()) return FieldError(where, "out_shape", "is missing");
+      if (!ints(*shape, op.out_shape)) {
+        return FieldError(where, "out_shape", "must be an array of integers");
+      }
+      auto it = j.find("transfers");
+      if (it == j.end()) return FieldError(where, "transfers", "is missing");
+      const char* form =
+          "must be an array of [source, target, [source offset], [target offset], [shape]]";
+      if (!it->is_array()) return FieldError(where, "transfers", form);
+      for (const Json& t : *it) {
+        Transfer transfer;
+        if (!t.is_array() || t.size() != 5 || !t[0].is_number_integer() ||
+            !t[1].is_number_integer() || !ints(t[2], transfer.source_offset) ||
+            !ints(t[3], transfer.target_offset) || !ints(t[4], transfer.shape)) {
+          return FieldError(where, "transfers", form);
+        }
+        transfer.source = t[0].get<int64_t>();
+        transfer.target = t[1].get<int64_t>();
+        op.transfers.push_back(std::move(transfer));
+      }
+      break;
+    }
   }
   if (!s.ok()) return s;
   return op;
@@ -145,11 +188,12 @@ std::string PlanToJson(const Plan& plan) {
       {"bytes_received_max", plan.metrics.bytes_received_max},
       {"bytes_received_total", plan.metrics.bytes_received_total},
       {"lower_bound_bytes_total", plan.metrics.lower_bound_bytes_total},
+      {"cost_us", plan.metrics.cost_us},
   };
   return j.dump();
 }
 
-absl::StatusOr<Plan> PlanFromJson(std::string_view text) {
+absl::StatusOr<Plan> PlanFromJson(std::string_view text, const CostModel& cost_model) {
   Json j = Json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("plan JSON: not valid JSON");
   if (!j.is_object()) return absl::InvalidArgumentError("plan JSON: expected an object");
@@ -203,7 +247,9 @@ absl::StatusOr<Plan> PlanFromJson(std::string_view text) {
                                                    ", not at its 'to' type ",
                                                    ToString(plan.target)));
   }
-  plan.metrics = ComputeMetrics(plan.mesh, plan.source, plan.steps);
+  if (absl::Status s = CheckCostModel(plan.mesh, cost_model); !s.ok()) return s;
+  plan.cost_model = cost_model;
+  plan.metrics = ComputeMetrics(plan.mesh, plan.source, plan.steps, cost_model);
   return plan;
 }
 

@@ -1,0 +1,211 @@
+#include "typesys/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+
+namespace reshard {
+namespace {
+
+AxisCost Slower(AxisCost a, AxisCost b) {
+  return AxisCost{std::max(a.alpha_us, b.alpha_us), std::min(a.gbps, b.gbps)};
+}
+
+// Receive and send time of every device for an all_to_all_v (see the header's table).
+double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType& in,
+                       const Collective& op) {
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(in.element_type);
+  struct Side {
+    int64_t messages = 0;
+    double bytes = 0;
+    bool any = false;
+    AxisCost slowest;
+  };
+  std::vector<Side> recv(n), send(n);
+  for (const Transfer& t : op.transfers) {
+    if (t.source == t.target) continue;
+    double bytes = static_cast<double>(element_bytes);
+    for (int64_t e : t.shape) bytes *= static_cast<double>(e);
+    AxisCost link = model.Between(mesh, t.source, t.target);
+    for (Side* side : {&recv[t.target], &send[t.source]}) {
+      side->slowest = side->any ? Slower(side->slowest, link) : link;
+      side->any = true;
+      ++side->messages;
+      side->bytes += bytes;
+    }
+  }
+  double worst = 0;
+  for (const std::vector<Side>* sides : {&recv, &send}) {
+    for (const Side& side : *sides) {
+      if (!side.any) continue;
+      worst = std::max(worst, static_cast<double>(side.messages) * side.slowest.alpha_us +
+                                  side.slowest.TransferUs(side.bytes));
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+void CostModel::SetAxis(std::string name, AxisCost cost) {
+  RESHARD_CHECK(cost.alpha_us >= 0 && cost.gbps > 0) << "invalid axis cost for " << name;
+  for (auto& [axis, c] : axes_) {
+    if (axis == name) {
+      c = cost;
+      return;
+    }
+  }
+  axes_.emplace_back(std::move(name), cost);
+}
+
+AxisCost CostModel::Axis(std::string_view name) const {
+  for (const auto& [axis, c] : axes_) {
+    if (axis == name) return c;
+  }
+  return default_;
+}
+
+AxisCost CostModel::Group(absl::Span<const std::string> axes) const {
+  if (axes.empty()) return default_;
+  AxisCost cost = Axis(axes[0]);
+  for (size_t i = 1; i < axes.size(); ++i) cost = Slower(cost, Axis(axes[i]));
+  return cost;
+}
+
+AxisCost CostModel::Fastest(const Mesh& mesh) const {
+  AxisCost best = Axis(mesh.axes()[0].name);
+  for (const MeshAxis& axis : mesh.axes()) {
+    AxisCost c = Axis(axis.name);
+    best.alpha_us = std::min(best.alpha_us, c.alpha_us);
+    best.gbps = std::max(best.gbps, c.gbps);
+  }
+  return best;
+}
+
+AxisCost CostModel::Between(const Mesh& mesh, int64_t a, int64_t b) const {
+  bool any = false;
+  AxisCost cost = default_;
+  // Mixed-radix decomposition without allocating: last axis is least significant.
+  for (int i = mesh.num_axes() - 1; i >= 0; --i) {
+    const int64_t size = mesh.axes()[i].size;
+    if (a % size != b % size) {
+      AxisCost c = Axis(mesh.axes()[i].name);
+      cost = any ? Slower(cost, c) : c;
+      any = true;
+    }
+    a /= size;
+    b /= size;
+  }
+  return cost;
+}
+
+double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op) const {
+  const double bytes = static_cast<double>(LocalBytes(mesh, in));
+  const double k = static_cast<double>(mesh.GroupSize(op.mesh_axes));
+  const AxisCost group = Group(op.mesh_axes);
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice:
+      return 0;
+    case CollectiveKind::kAllGather:
+      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) * bytes);
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kReduceScatter:
+      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) / k * bytes);
+    case CollectiveKind::kAllReduce:
+      return 2 * (k - 1) * group.alpha_us + group.TransferUs(2 * (k - 1) / k * bytes);
+    case CollectiveKind::kCollectivePermute: {
+      bool any = false;
+      AxisCost slowest;
+      for (const auto& [s, t] : op.source_target_pairs) {
+        if (s == t) continue;
+        AxisCost link = Between(mesh, s, t);
+        slowest = any ? Slower(slowest, link) : link;
+        any = true;
+      }
+      return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
+    }
+    case CollectiveKind::kAllToAllV:
+      return AllToAllVCostUs(*this, mesh, in, op);
+  }
+  RESHARD_CHECK(false) << "unhandled collective kind";
+  return 0;
+}
+
+std::string CostModel::ToString() const {
+  std::vector<std::string> parts;
+  if (!(default_ == AxisCost{})) {
+    parts.push_back(absl::StrCat("*=", default_.alpha_us, ":", default_.gbps));
+  }
+  for (const auto& [axis, c] : axes_) {
+    parts.push_back(absl::StrCat(axis, "=", c.alpha_us, ":", c.gbps));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
+  CostModel model;
+  std::vector<std::string> seen;
+  std::string stripped(absl::StripAsciiWhitespace(Absl(text)));
+  if (stripped.empty()) return model;
+  for (absl::string_view raw : absl::StrSplit(stripped, ',')) {
+    std::string entry;
+    for (char c : raw) {
+      if (!absl::ascii_isspace(static_cast<unsigned char>(c))) entry.push_back(c);
+    }
+    auto bad = [&](std::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("axis cost '", entry, "': ", Absl(why),
+                                                     " (expected name=alpha_us:GBps)"));
+    };
+    std::vector<std::string> name_value = absl::StrSplit(entry, '=');
+    if (name_value.size() != 2 || name_value[0].empty()) return bad("no name=value");
+    std::vector<std::string> numbers = absl::StrSplit(name_value[1], ':');
+    AxisCost cost;
+    if (numbers.size() != 2 || !absl::SimpleAtod(numbers[0], &cost.alpha_us) ||
+        !absl::SimpleAtod(numbers[1], &cost.gbps)) {
+      return bad("value is not alpha_us:GBps");
+    }
+    if (!std::isfinite(cost.alpha_us) || cost.alpha_us < 0) return bad("alpha must be >= 0");
+    if (!std::isfinite(cost.gbps) || cost.gbps <= 0) return bad("bandwidth must be > 0");
+    if (std::find(seen.begin(), seen.end(), name_value[0]) != seen.end()) {
+      return bad("axis given twice");
+    }
+    seen.push_back(name_value[0]);
+    if (name_value[0] == "*") {
+      model = [&] {
+        CostModel m(cost);
+        for (const auto& [axis, c] : model.overrides()) m.SetAxis(axis, c);
+        return m;
+      }();
+    } else {
+      model.SetAxis(name_value[0], cost);
+    }
+  }
+  return model;
+}
+
+absl::Status CheckCostModel(const Mesh& mesh, const CostModel& model) {
+  for (const auto& [axis, c] : model.overrides()) {
+    if (!mesh.HasAxis(axis)) {
+      return absl::InvalidArgumentError(absl::StrCat("axis cost names axis '", axis,
+                                                     "', which mesh ", mesh.ToString(),
+                                                     " does not have"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+double RoundCostUs(double us) { return std::round(us * 1e3) / 1e3; }
+
+}  // namespace reshard
