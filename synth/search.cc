@@ -78,13 +78,25 @@ void ForEachOrderedTuple(const std::vector<std::string>& pool,
 struct Edge {
   Collective op;  // For permutes, the pairs are filled in only on the returned path.
   DistType type;
-  int64_t cost = 0;
+  int64_t cost = 0;  // Total bytes received.
+  double us = 0;     // Modeled time (time mode); -1 for a permute not priced yet.
 };
+
+bool IsUniform(const Mesh& mesh, const CostModel& model) {
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;
+  }
+  return true;
+}
 
 class Searcher {
  public:
   Searcher(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options)
       : mesh_(mesh), from_(Canonical(mesh, from)), to_(Canonical(mesh, to)), options_(options) {
+    if (options_.cost_model != nullptr) {
+      fastest_ = options_.cost_model->Fastest(mesh);
+      uniform_ = IsUniform(mesh, *options_.cost_model);
+    }
     for (const MeshAxis& axis : mesh.axes()) {
       if (axis.size > 1 || AxisUse(from_, axis.name) != kUnused ||
           AxisUse(to_, axis.name) != kUnused) {
@@ -95,6 +107,7 @@ class Searcher {
 
   absl::StatusOr<std::vector<Step>> Run();
   int64_t settled() const { return settled_; }
+  int64_t generated() const { return generated_; }
 
  private:
   struct Node {
@@ -104,7 +117,15 @@ class Searcher {
     int parent = -1;
     Collective op;
     bool settled = false;
+    double us = 0;  // Time mode: modeled time of the best path so far.
+    double h = 0;   // Time mode: heuristic (lower bound of the remaining time).
   };
+  bool timed() const { return options_.cost_model != nullptr; }
+  double Heuristic(const DistType& type) const {
+    return timed() && options_.use_heuristic
+               ? TimeLowerBoundUs(mesh_, *options_.cost_model, type, to_)
+               : 0.0;
+  }
 
   std::vector<Edge> Neighbors(const DistType& s);
   // The types one permute can reach from s (s included), with their placement keys.
@@ -124,6 +145,9 @@ class Searcher {
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
   int64_t settled_ = 0;
+  int64_t generated_ = 0;
+  AxisCost fastest_;
+  bool uniform_ = true;
 };
 
 const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
@@ -175,7 +199,12 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost) {
-    edges.push_back(Edge{std::move(op), std::move(next), cost});
+    double us = 0;
+    if (timed()) {
+      us = op.kind == CollectiveKind::kCollectivePermute ? -1
+                                                          : options_.cost_model->StepCostUs(mesh_, s, op);
+    }
+    edges.push_back(Edge{std::move(op), std::move(next), cost, us});
   };
 
   std::vector<std::string> unused;
@@ -277,16 +306,22 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   }
   std::vector<Node> nodes;
   absl::flat_hash_map<std::string, int> index;
-  using Entry = std::tuple<int64_t, int, int>;  // cost, steps, node id: min-heap order.
+  // Min-heap on (time + heuristic, bytes, steps, node id); time terms are 0 in bytes mode, so
+  // that mode orders exactly by (bytes, steps, discovery).
+  using Entry = std::tuple<double, int64_t, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false});
+  nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false, 0, Heuristic(from_)});
   index.emplace(ToString(from_), 0);
-  queue.emplace(0, 0, 0);
+  queue.emplace(nodes[0].h, 0, 0, 0);
+  generated_ = 1;
   int64_t& settled = settled_;
   while (!queue.empty()) {
-    auto [cost, steps, id] = queue.top();
+    auto [f, cost, steps, id] = queue.top();
     queue.pop();
-    if (nodes[id].settled || cost != nodes[id].cost || steps != nodes[id].steps) continue;
+    if (nodes[id].settled || cost != nodes[id].cost || steps != nodes[id].steps ||
+        f != nodes[id].us + nodes[id].h) {
+      continue;
+    }
     nodes[id].settled = true;
     if (nodes[id].type == to_) {
       std::vector<int> path;
@@ -296,7 +331,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       for (int n : path) {
         Collective op = nodes[n].op;
         if (op.kind == CollectiveKind::kCollectivePermute) {
-          op = MinimalPermute(mesh_, nodes[nodes[n].parent].type, nodes[n].type);
+          op = MinimalPermute(mesh_, nodes[nodes[n].parent].type, nodes[n].type,
+                              options_.cost_model);
         }
         result.push_back(Step{std::move(op), nodes[n].type});
       }
@@ -308,28 +344,55 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                                                        " states before reaching ", ToString(to_)));
     }
     DistType current = nodes[id].type;
+    const double us = nodes[id].us;
     for (Edge& edge : Neighbors(current)) {
       int64_t new_cost = cost + edge.cost;
       if (new_cost > options_.max_cost) continue;
       if (LocalBytes(mesh_, edge.type) > options_.max_local_bytes) continue;
       int new_steps = steps + 1;
       std::string key = ToString(edge.type);
-      auto [it, inserted] = index.emplace(key, static_cast<int>(nodes.size()));
-      if (inserted) {
-        nodes.push_back(
-            Node{std::move(edge.type), new_cost, new_steps, id, std::move(edge.op), false});
-      } else {
-        Node& node = nodes[it->second];
-        if (node.settled ||
-            std::make_pair(new_cost, new_steps) >= std::make_pair(node.cost, node.steps)) {
+      auto it = index.find(key);
+      Node* existing = it == index.end() ? nullptr : &nodes[it->second];
+      if (existing != nullptr && existing->settled) continue;
+      if (timed() && edge.us < 0) {
+        // Price a permute: optimistically over the fastest link first, and exactly (with the
+        // pairs MinimalPermute would pick) only when that could improve the neighbour.
+        double optimistic = edge.cost > 0 ? fastest_.alpha_us + fastest_.TransferUs(
+                                                                     LocalBytes(mesh_, current))
+                                          : 0;
+        if (existing != nullptr &&
+            std::make_tuple(us + optimistic, new_cost, new_steps) >=
+                std::make_tuple(existing->us, existing->cost, existing->steps)) {
           continue;
         }
-        node.cost = new_cost;
-        node.steps = new_steps;
-        node.parent = id;
-        node.op = std::move(edge.op);
+        edge.us = uniform_ || edge.cost == 0
+                      ? optimistic
+                      : options_.cost_model->StepCostUs(
+                            mesh_, current,
+                            MinimalPermute(mesh_, current, edge.type, options_.cost_model));
       }
-      queue.emplace(new_cost, new_steps, it->second);
+      double new_us = us + edge.us;
+      if (timed() && new_us > options_.max_cost_us) continue;
+      if (existing == nullptr) {
+        int node_id = static_cast<int>(nodes.size());
+        index.emplace(std::move(key), node_id);
+        double h = Heuristic(edge.type);
+        nodes.push_back(Node{std::move(edge.type), new_cost, new_steps, id, std::move(edge.op),
+                             false, new_us, h});
+        ++generated_;
+        queue.emplace(new_us + h, new_cost, new_steps, node_id);
+      } else {
+        if (std::make_tuple(new_us, new_cost, new_steps) >=
+            std::make_tuple(existing->us, existing->cost, existing->steps)) {
+          continue;
+        }
+        existing->cost = new_cost;
+        existing->steps = new_steps;
+        existing->us = new_us;
+        existing->parent = id;
+        existing->op = std::move(edge.op);
+        queue.emplace(new_us + existing->h, new_cost, new_steps, it->second);
+      }
     }
   }
   return absl::NotFoundError(absl::StrCat(
@@ -375,7 +438,8 @@ absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const Dist
   return absl::OkStatus();
 }
 
-Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out) {
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
+                          const CostModel* cost_model) {
   RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
                 PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
       << ToString(in) << " -> " << ToString(out);
@@ -393,11 +457,34 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;
   for (int64_t key : order) {
-    const std::vector<int64_t>& sources = holders[key];
+    std::vector<int64_t>& sources = holders[key];
     const std::vector<int64_t>& targets = needers[key];
     RESHARD_CHECK(sources.size() == targets.size())
         << "unbalanced permute " << ToString(in) << " -> " << ToString(out);
-    for (size_t i = 0; i < targets.size(); ++i) pairs.emplace_back(sources[i], targets[i]);
+    if (cost_model == nullptr || sources.size() == 1) {
+      for (size_t i = 0; i < targets.size(); ++i) pairs.emplace_back(sources[i], targets[i]);
+      continue;
+    }
+    // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link
+    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id).
+    for (int64_t t : targets) {
+      size_t best = 0;
+      auto rank = [&](int64_t source) {
+        AxisCost c = cost_model->Between(mesh, source, t);
+        int differing = 0;
+        for (int64_t a = source, b = t, i = mesh.num_axes() - 1; i >= 0; --i) {
+          differing += a % mesh.axes()[i].size != b % mesh.axes()[i].size;
+          a /= mesh.axes()[i].size;
+          b /= mesh.axes()[i].size;
+        }
+        return std::make_tuple(c.alpha_us, -c.gbps, differing);
+      };
+      for (size_t i = 1; i < sources.size(); ++i) {
+        if (rank(sources[i]) < rank(sources[best])) best = i;
+      }
+      pairs.emplace_back(sources[best], t);
+      sources.erase(sources.begin() + best);
+    }
   }
   std::sort(pairs.begin(), pairs.end());
   return Collective::Permute(std::move(pairs));
@@ -409,9 +496,48 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   Searcher searcher(mesh, from, to, options);
   absl::StatusOr<std::vector<Step>> steps = searcher.Run();
-  if (stats != nullptr) stats->states_settled = searcher.settled();
+  if (stats != nullptr) {
+    stats->states_settled = searcher.settled();
+    stats->states_generated = searcher.generated();
+  }
   if (steps.ok() && !steps->empty()) steps->back().type = to;
   return steps;
+}
+
+}  // namespace reshard
+
+namespace reshard {
+
+double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                        const DistType& to) {
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(to.element_type);
+  const int64_t target_elements = LocalElements(mesh, to);
+  int64_t worst = 0;  // Max over devices of elements it must still receive.
+  bool reduces = false;
+  for (const std::string& axis : from.partial) {
+    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) reduces = true;
+  }
+  if (reduces) {
+    worst = target_elements;
+  } else {
+    const std::vector<int64_t> from_local = LocalShape(mesh, from);
+    const std::vector<int64_t> to_local = LocalShape(mesh, to);
+    for (int64_t d = 0; d < n && worst < target_elements; ++d) {
+      std::vector<int64_t> from_offset = BlockOffset(mesh, from, d);
+      std::vector<int64_t> to_offset = BlockOffset(mesh, to, d);
+      int64_t held = 1;
+      for (int i = 0; i < to.rank(); ++i) {
+        int64_t lo = std::max(from_offset[i], to_offset[i]);
+        int64_t hi = std::min(from_offset[i] + from_local[i], to_offset[i] + to_local[i]);
+        held *= std::max<int64_t>(0, hi - lo);
+      }
+      worst = std::max(worst, target_elements - held);
+    }
+  }
+  if (worst == 0) return 0;
+  AxisCost fastest = model.Fastest(mesh);
+  return fastest.alpha_us + fastest.TransferUs(static_cast<double>(worst * element_bytes));
 }
 
 }  // namespace reshard

@@ -27,6 +27,11 @@
 // uses them: they never change a device's block, so elsewhere they only multiply states.
 // Edge cost is the total bytes received over all devices (DESIGN §2 table); ties go to fewer
 // steps, then to discovery order, so the result is deterministic.
+//
+// With SearchOptions::cost_model set, the edge cost is the modeled time instead
+// (CostModel::StepCostUs; permutes priced with the pairs MinimalPermute picks under that
+// model), ties broken by total bytes, then steps, and the search is A* with an admissible,
+// consistent heuristic (see TimeLowerBoundUs): this is strategy `optimal`.
 #ifndef RESHARD_SYNTH_SEARCH_H_
 #define RESHARD_SYNTH_SEARCH_H_
 
@@ -36,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "typesys/collective.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
@@ -58,11 +64,19 @@ struct SearchOptions {
   bool allow_all_reduce = true;
   bool allow_reduce_scatter = true;
   bool allow_permute = true;
+  // When set (not owned; must outlive the call), minimise modeled time under this model, then
+  // total bytes; max_cost then still bounds total bytes and max_cost_us bounds time.
+  const CostModel* cost_model = nullptr;
+  double max_cost_us = std::numeric_limits<double>::infinity();
+  // Time mode only: guide the search with TimeLowerBoundUs (A*). Off = plain Dijkstra; the
+  // result's cost is the same, only the number of settled states differs.
+  bool use_heuristic = true;
 };
 
 // What a search did, for callers that budget several searches.
 struct SearchStats {
   int64_t states_settled = 0;
+  int64_t states_generated = 0;  // Distinct types entered into the queue.
 };
 
 // Finds a cheapest plan (total bytes received) from `from` to `to` within the bound.
@@ -81,7 +95,20 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
 // the block and summand `out` assigns it keeps it (no pair), the others are matched to
 // holders of what they need in increasing id order. Pairs are sorted by source. Aborts when
 // the types are not permute-compatible (internal invariant: callers check the local shape).
-Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out);
+// With `cost_model`, each device that must change takes, among the remaining holders of
+// what it needs, the one behind the cheapest link (CostModel::Between), so pairs stay on fast
+// axes where the types allow; the byte count is the same.
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
+                          const CostModel* cost_model = nullptr);
+
+// A lower bound on the modeled time of any plan from `from` to `to` (non-negative; 0 when
+// from == to): every device must receive the target elements it lacks (all of its target
+// block when a reduction of a partial axis of size > 1 is pending), each step charges at
+// least its largest per-device receive over the fastest bandwidth, and a plan that receives
+// anything pays at least the smallest alpha once. Admissible and consistent, so A* with it
+// finds the optimum.
+double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                        const DistType& to);
 
 // The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);

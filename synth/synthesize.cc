@@ -23,6 +23,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "synth/baselines.h"
 #include "synth/search.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
@@ -412,6 +414,66 @@ std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistT
   return std::move(builder.steps());
 }
 
+
+constexpr Strategy kStrategies[] = {Strategy::kNormal, Strategy::kNaive,  Strategy::kOptimal,
+                                    Strategy::kGspmd,  Strategy::kGreedy, Strategy::kDirect,
+                                    Strategy::kAuto};
+
+// Re-pairs every permute under the cost model (same bytes, pairs on fast links first), so all
+// strategies price a permute between the same two types alike.
+void PairPermutes(const Mesh& mesh, const DistType& from, const CostModel& model,
+                  std::vector<Step>& steps) {
+  const DistType* current = &from;
+  for (Step& step : steps) {
+    if (step.op.kind == CollectiveKind::kCollectivePermute) {
+      step.op = MinimalPermute(mesh, *current, step.type, &model);
+    }
+    current = &step.type;
+  }
+}
+
+double StepsCostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
+                   const CostModel& model) {
+  double us = 0;
+  const DistType* current = &from;
+  for (const Step& step : steps) {
+    us += model.StepCostUs(mesh, *current, step.op);
+    current = &step.type;
+  }
+  return us;
+}
+
+absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
+                                               const DistType& to,
+                                               const SynthesisOptions& options) {
+  if (from == to) return std::vector<Step>{};
+  SearchOptions search;
+  search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  search.max_states = options.max_states;
+  search.cost_model = &options.cost_model;
+  // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
+  std::optional<std::vector<Step>> normal;
+  if (absl::StatusOr<std::vector<Step>> n = NormalSteps(mesh, from, to); n.ok()) {
+    normal = *std::move(n);
+    PairPermutes(mesh, from, options.cost_model, *normal);
+    double us = StepsCostUs(mesh, from, *normal, options.cost_model);
+    search.max_cost_us = us + 1e-9 * std::max(1.0, us);
+  }
+  absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, search);
+  if (steps.ok()) {
+    PairPermutes(mesh, from, options.cost_model, *steps);
+    // The search prices permutes exactly as PairPermutes does, so normal can only tie; keep
+    // the cheaper under the rounding ComputeMetrics applies.
+    if (normal && RoundCostUs(StepsCostUs(mesh, from, *normal, options.cost_model)) <
+                      RoundCostUs(StepsCostUs(mesh, from, *steps, options.cost_model))) {
+      return *std::move(normal);
+    }
+    return steps;
+  }
+  if (absl::IsNotFound(steps.status()) && normal) return *std::move(normal);
+  return steps.status();
+}
+
 }  // namespace
 
 std::string_view StrategyName(Strategy strategy) {
@@ -420,21 +482,40 @@ std::string_view StrategyName(Strategy strategy) {
       return "normal";
     case Strategy::kNaive:
       return "naive";
+    case Strategy::kOptimal:
+      return "optimal";
+    case Strategy::kGspmd:
+      return "gspmd";
+    case Strategy::kGreedy:
+      return "greedy";
+    case Strategy::kDirect:
+      return "direct";
+    case Strategy::kAuto:
+      return "auto";
   }
   return "unknown";
 }
 
+std::span<const Strategy> AllStrategies() { return kStrategies; }
+
+bool IsMemoryBounded(Strategy strategy) {
+  return strategy == Strategy::kNormal || strategy == Strategy::kOptimal;
+}
+
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
-  for (Strategy s : {Strategy::kNormal, Strategy::kNaive}) {
+  std::vector<std::string> names;
+  for (Strategy s : kStrategies) {
     if (name == StrategyName(s)) return s;
+    names.emplace_back(StrategyName(s));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown strategy '", Absl(name), "' (known: normal, naive)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", Absl(name), "' (known: ",
+                                                 absl::StrJoin(names, ", "), ")"));
 }
 
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+  if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
   switch (options.strategy) {
     case Strategy::kNormal: {
@@ -446,7 +527,36 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     case Strategy::kNaive:
       steps = NaiveSteps(mesh, from, to);
       break;
+    case Strategy::kOptimal: {
+      absl::StatusOr<std::vector<Step>> optimal = OptimalSteps(mesh, from, to, options);
+      if (!optimal.ok()) return optimal.status();
+      steps = *std::move(optimal);
+      break;
+    }
+    case Strategy::kGspmd:
+      steps = internal::GspmdSteps(mesh, from, to);
+      break;
+    case Strategy::kGreedy:
+      steps = internal::GreedySteps(mesh, from, to);
+      break;
+    case Strategy::kDirect:
+      steps = internal::DirectSteps(mesh, from, to);
+      break;
+    case Strategy::kAuto: {
+      steps = internal::DirectSteps(mesh, from, to);
+      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to);
+      if (normal.ok()) {
+        PairPermutes(mesh, from, options.cost_model, *normal);
+        // Direct only when strictly cheaper: normal keeps the memory bound.
+        if (RoundCostUs(StepsCostUs(mesh, from, *normal, options.cost_model)) <=
+            RoundCostUs(StepsCostUs(mesh, from, steps, options.cost_model))) {
+          steps = *std::move(normal);
+        }
+      }
+      break;
+    }
   }
+  PairPermutes(mesh, from, options.cost_model, steps);
   // The target prints as the caller wrote it (partial order is not significant).
   if (!steps.empty()) {
     RESHARD_CHECK(steps.back().type == to) << ToString(steps.back().type) << " != " << ToString(to);
@@ -459,13 +569,14 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   plan.target = to;
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = std::move(steps);
-  plan.metrics = ComputeMetrics(mesh, from, plan.steps);  // Includes the lower bound.
+  plan.cost_model = options.cost_model;
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model);  // Includes the bound.
   absl::Status check = CheckPlan(plan);
   RESHARD_CHECK(check.ok()) << "synthesized an ill-typed plan: " << check;
-  if (options.strategy == Strategy::kNormal) {
+  if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
                   std::max(LocalBytes(mesh, from), LocalBytes(mesh, to)))
-        << "normal plan exceeds the memory bound";
+        << StrategyName(options.strategy) << " plan exceeds the memory bound";
   }
   return plan;
 }

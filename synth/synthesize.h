@@ -9,9 +9,12 @@
 #ifndef RESHARD_SYNTH_SYNTHESIZE_H_
 #define RESHARD_SYNTH_SYNTHESIZE_H_
 
+#include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
@@ -26,22 +29,51 @@ enum class Strategy {
   // Reference baseline: all_reduce the partial axes to be removed, all_gather every dimension
   // to full size, then all_slice to the target. Not memory-bounded.
   kNaive,
+  // Exact A* search over distributed types (synth/search.h) minimising modeled time under
+  // SynthesisOptions::cost_model, then total bytes, within the memory bound. The optimum of the
+  // whole-axis collective vocabulary; ResourceExhausted past max_states.
+  kOptimal,
+  // Baseline imitating XLA's GSPMD resharding (docs/baselines.md): permute if only device
+  // order differs, all_to_alls for dimension swaps, slices/gathers for refinements, otherwise
+  // full rematerialisation. Not memory-bounded.
+  kGspmd,
+  // Baseline imitating PyTorch DTensor's default greedy redistribute (docs/baselines.md):
+  // per mesh axis in mesh order, replicating first on nested/misaligned shardings. Not
+  // memory-bounded.
+  kGreedy,
+  // One all_to_all_v in which each device receives exactly the target elements it lacks
+  // (after an all_reduce when `from` has partial axes `to` drops). Bytes == lower bound for
+  // non-reducing cases; peak = source + target local bytes (not memory-bounded).
+  kDirect,
+  // The cheaper (modeled time) of `normal` and `direct`. Memory: normal's bound, or
+  // source + target local bytes when direct wins.
+  kAuto,
 };
 
-// "normal", "naive".
+// "normal", "naive", "optimal", "gspmd", "greedy", "direct", "auto".
 std::string_view StrategyName(Strategy strategy);
+// Every strategy, in the order above.
+std::span<const Strategy> AllStrategies();
+// True for strategies whose plans never exceed max(LocalBytes(from), LocalBytes(to)):
+// normal and optimal.
+bool IsMemoryBounded(Strategy strategy);
 // InvalidArgument listing the known strategies.
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 
 struct SynthesisOptions {
   Strategy strategy = Strategy::kNormal;
+  // Prices steps (Metrics::cost_us), picks permute pairs, and is what `optimal` minimises.
+  CostModel cost_model;
+  // `optimal` gives up (ResourceExhausted) after settling this many states.
+  int64_t max_states = 1000000;
 };
 
 // Synthesizes a plan from `from` to `to` on `mesh`. Deterministic.
 // InvalidArgument: a type is not valid on the mesh, the element types or global shapes differ,
 // or `to` has a partial axis that `from` does not have (no collective creates a pending sum).
 // NotFound: no plan in the collective vocabulary stays within the memory bound (the message
-// says why, e.g. which axes cannot be moved).
+// says why, e.g. which axes cannot be moved). InvalidArgument also when the cost model names
+// an axis the mesh lacks. ResourceExhausted: `optimal` hit max_states.
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options = {});
 

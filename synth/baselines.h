@@ -1,0 +1,43 @@
+// baselines.h — step builders of the baseline and point-to-point strategies (internal).
+//
+// Used by Synthesize (synth/synthesize.h), which validates inputs, prices and checks the
+// plans; docs/baselines.md says what each baseline imitates and why.
+//
+//   std::vector<Step> steps = internal::GspmdSteps(mesh, from, to);
+//
+// Every function requires CheckReshardable(mesh, from, to) to hold and returns steps that
+// type-check and end at `to` (a violation aborts: it is a bug here).
+#ifndef RESHARD_SYNTH_BASELINES_H_
+#define RESHARD_SYNTH_BASELINES_H_
+
+#include <vector>
+
+#include "typesys/collective.h"
+#include "typesys/cost_model.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+
+// The all_to_all_v that takes `in` to `out` (same element type, global shape and partial
+// axes; both valid) receiving exactly the elements each device lacks: for every device t
+// and every block of `in` that meets t's block of `out`, one box — a local copy from t's own
+// buffer when the block is t's own, otherwise a transfer from the holder of that block that
+// agrees with t on every mesh axis `in` does not shard (so it has t's summand and, with
+// `cost_model`, the cheapest link among such holders is not needed: those axes are equal).
+Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& out);
+
+namespace internal {
+
+// XLA GSPMD's resharding patterns (docs/baselines.md).
+std::vector<Step> GspmdSteps(const Mesh& mesh, const DistType& from, const DistType& to);
+// PyTorch DTensor's greedy per-mesh-axis redistribute (docs/baselines.md).
+std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const DistType& to);
+// all_reduce of the partial axes `to` drops (if any), then DirectExchange.
+std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to);
+
+}  // namespace internal
+}  // namespace reshard
+
+#endif  // RESHARD_SYNTH_BASELINES_H_
