@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -286,12 +287,25 @@ int64_t AscentBytes(const Mesh& mesh, const DistType& to, const DistType& y) {
   return TotalBytes(mesh, y, builder.steps());
 }
 
+double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
+              const CostModel& model) {
+  double us = 0;
+  const DistType* current = &from;
+  for (const Step& step : steps) {
+    us += model.StepCostUs(mesh, *current, step.op);
+    current = &step.type;
+  }
+  return us;
+}
+
 // One valley through the given descent and pre-gather type, or the status of its middle.
-// `budget` is the total bytes of the best plan so far: the middle search is pruned at what
-// remains of it, so a valley that cannot match the best fails early.
+// `budget` is the total bytes of the best plan so far (bytes mode) or its modeled time
+// `budget_us` (with `model`): the middle search is pruned at what remains of it, so a valley
+// that cannot match the best fails early. With `model` the middle minimises modeled time.
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
                                          const std::vector<Append>& appends, const DistType& y,
-                                         int64_t budget, int64_t& states_left) {
+                                         int64_t budget, int64_t& states_left,
+                                         const CostModel* model, double budget_us) {
   StepBuilder builder(mesh, from);
   EmitDescent(appends, builder);
   std::vector<std::string> reduce;
@@ -310,8 +324,18 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.max_states = states_left > 0 ? std::min(kMiddleStates, states_left) : kMiddleStates;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
-    options.max_cost = budget - TotalBytes(mesh, from, builder.steps()) - AscentBytes(mesh, to, y);
-    if (options.max_cost < 0) return absl::NotFoundError("over budget");
+    if (model == nullptr) {
+      options.max_cost =
+          budget - TotalBytes(mesh, from, builder.steps()) - AscentBytes(mesh, to, y);
+      if (options.max_cost < 0) return absl::NotFoundError("over budget");
+    } else {
+      StepBuilder ascent(mesh, y);
+      EmitAscent(to, y, ascent);
+      options.cost_model = model;
+      options.max_cost_us = budget_us - CostUs(mesh, from, builder.steps(), *model) -
+                            CostUs(mesh, y, ascent.steps(), *model) + 1e-9;
+      if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
+    }
     SearchStats stats;
     absl::StatusOr<std::vector<Step>> middle = SearchPlan(mesh, x, y, options, &stats);
     states_left -= stats.states_settled;
@@ -322,8 +346,10 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
   return std::move(builder.steps());
 }
 
-absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
-                                              const DistType& to) {
+// `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
+// mode; nullptr ranks by total bytes (the paper's objective).
+absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
+                                                const DistType& to, const CostModel* model) {
   if (from == to) return std::vector<Step>{};
 
   // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
@@ -358,13 +384,18 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
     }
   }
 
+  const int64_t lower_bound = LowerBoundBytesTotal(mesh, from, to);
   std::optional<std::vector<Step>> best;
   int64_t best_bytes = 0;
+  double best_us = 0;
   auto consider = [&](std::vector<Step> steps) {
     int64_t bytes = TotalBytes(mesh, from, steps);
-    if (!best || bytes < best_bytes || (bytes == best_bytes && steps.size() < best->size())) {
+    double us = model == nullptr ? 0.0 : RoundCostUs(CostUs(mesh, from, steps, *model));
+    if (!best || std::make_tuple(us, bytes, steps.size()) <
+                     std::make_tuple(best_us, best_bytes, best->size())) {
       best = std::move(steps);
       best_bytes = bytes;
+      best_us = us;
     }
   };
   // Same local shape and partial axes: one permute is always possible (and often best).
@@ -373,13 +404,18 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
     consider({Step{MinimalPermute(mesh, from, to), to}});
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
-  const int64_t lower_bound = LowerBoundBytesTotal(mesh, from, to);
+  // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
+  const double time_bound =
+      model == nullptr ? 0.0 : RoundCostUs(TimeLowerBoundUs(mesh, *model, from, to));
   int64_t states_left = kMiddleBudget;
   for (const auto& [descent, y] : candidates) {
-    if (best && (best_bytes <= lower_bound || states_left <= 0)) break;
+    if (best && states_left <= 0) break;
+    if (best && model == nullptr && best_bytes <= lower_bound) break;
+    if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
     absl::StatusOr<std::vector<Step>> steps =
         Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               states_left);
+               states_left, model,
+               best ? best_us : std::numeric_limits<double>::infinity());
     if (steps.ok()) consider(*std::move(steps));
   }
   if (best) return *std::move(best);
@@ -396,6 +432,28 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
         steps.status().message()));
   }
   return steps;
+}
+
+// `normal`: the byte-optimal valley (the paper's objective) when it reaches the byte lower
+// bound — it moves nothing redundant — and otherwise, with `model`, the valley of least
+// modeled time among the candidates (ties: fewer bytes), which may trade bytes for fewer
+// latency terms, e.g. a permute and a small all_to_all instead of one all_to_all over 256
+// devices.
+absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
+                                              const DistType& to,
+                                              const CostModel* model = nullptr) {
+  absl::StatusOr<std::vector<Step>> bytes = NormalValleys(mesh, from, to, nullptr);
+  if (model == nullptr || !bytes.ok() ||
+      TotalBytes(mesh, from, *bytes) <= LowerBoundBytesTotal(mesh, from, to)) {
+    return bytes;
+  }
+  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model);
+  if (!timed.ok()) return bytes;
+  auto key = [&](const std::vector<Step>& steps) {
+    return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),
+                           TotalBytes(mesh, from, steps), steps.size());
+  };
+  return key(*timed) < key(*bytes) ? timed : bytes;
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -443,6 +501,11 @@ double StepsCostUs(const Mesh& mesh, const DistType& from, const std::vector<Ste
   return us;
 }
 
+// The model to minimise, or nullptr for the bytes objective.
+const CostModel* TimeModel(const SynthesisOptions& options) {
+  return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
+}
+
 absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
                                                const DistType& to,
                                                const SynthesisOptions& options) {
@@ -450,22 +513,29 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
   SearchOptions search;
   search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
   search.max_states = options.max_states;
-  search.cost_model = &options.cost_model;
+  search.cost_model = TimeModel(options);
   // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
   std::optional<std::vector<Step>> normal;
-  if (absl::StatusOr<std::vector<Step>> n = NormalSteps(mesh, from, to); n.ok()) {
+  if (absl::StatusOr<std::vector<Step>> n = NormalSteps(mesh, from, to, TimeModel(options));
+      n.ok()) {
     normal = *std::move(n);
     PairPermutes(mesh, from, options.cost_model, *normal);
     double us = StepsCostUs(mesh, from, *normal, options.cost_model);
     search.max_cost_us = us + 1e-9 * std::max(1.0, us);
+    if (search.cost_model == nullptr) search.max_cost = TotalBytes(mesh, from, *normal);
   }
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, search);
   if (steps.ok()) {
     PairPermutes(mesh, from, options.cost_model, *steps);
     // The search prices permutes exactly as PairPermutes does, so normal can only tie; keep
     // the cheaper under the rounding ComputeMetrics applies.
-    if (normal && RoundCostUs(StepsCostUs(mesh, from, *normal, options.cost_model)) <
-                      RoundCostUs(StepsCostUs(mesh, from, *steps, options.cost_model))) {
+    auto key = [&](const std::vector<Step>& plan) {
+      double us = RoundCostUs(StepsCostUs(mesh, from, plan, options.cost_model));
+      int64_t bytes = TotalBytes(mesh, from, plan);
+      return search.cost_model == nullptr ? std::make_pair(static_cast<double>(bytes), us)
+                                          : std::make_pair(us, static_cast<double>(bytes));
+    };
+    if (normal && key(*normal) < key(*steps)) {
       return *std::move(normal);
     }
     return steps;
@@ -519,7 +589,7 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   std::vector<Step> steps;
   switch (options.strategy) {
     case Strategy::kNormal: {
-      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to);
+      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to, TimeModel(options));
       if (!normal.ok()) return normal.status();
       steps = *std::move(normal);
       break;
@@ -544,7 +614,7 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
       break;
     case Strategy::kAuto: {
       steps = internal::DirectSteps(mesh, from, to);
-      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to);
+      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to, TimeModel(options));
       if (normal.ok()) {
         PairPermutes(mesh, from, options.cost_model, *normal);
         // Direct only when strictly cheaper: normal keeps the memory bound.

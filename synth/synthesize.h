@@ -60,8 +60,18 @@ bool IsMemoryBounded(Strategy strategy);
 // InvalidArgument listing the known strategies.
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name);
 
+// What `normal`, `optimal` and `auto` minimise.
+enum class Objective {
+  // Modeled time under SynthesisOptions::cost_model, then total bytes received.
+  kModeledTime,
+  // Total bytes received (the paper's objective), then fewer steps; cost_model still prices
+  // the plan and picks permute pairs.
+  kBytes,
+};
+
 struct SynthesisOptions {
   Strategy strategy = Strategy::kNormal;
+  Objective objective = Objective::kModeledTime;
   // Prices steps (Metrics::cost_us), picks permute pairs, and is what `optimal` minimises.
   CostModel cost_model;
   // `optimal` gives up (ResourceExhausted) after settling this many states.
