@@ -733,3 +733,32 @@ TEST(RunPlanTest, UnexecutableOrOversizedPlanIsAnError) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// all_to_all_v gathering f32[4{x}] on x=2: each device copies its half and receives the other;
+// peak counts input + output (8 + 16 bytes), bytes are the remote boxes only.
+TEST(AllToAllVTest, GatherExecutesAndCountsInputPlusOutput) {
+  Mesh mesh = MeshOf("x=2");
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = TypeOf("f32[4{x}]");
+  plan.target = TypeOf("f32[4]");
+  plan.steps = {Step{Collective::AllToAllV({4}, {Transfer{0, 0, {0}, {0}, {2}},
+                                                 Transfer{1, 0, {0}, {2}, {2}},
+                                                 Transfer{1, 1, {0}, {2}, {2}},
+                                                 Transfer{0, 1, {0}, {0}, {2}}}),
+                     plan.target}};
+  absl::StatusOr<RunReport> report = RunPlan(plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+  EXPECT_EQ(report->bytes_received_total, 16);
+  EXPECT_EQ(report->peak_local_bytes, 24);
+  // A missing box leaves an output element unwritten: an execution error.
+  plan.steps[0].op.transfers.pop_back();
+  EXPECT_FALSE(RunPlan(plan).ok());
+}
+
+}  // namespace
+}  // namespace reshard
