@@ -10,6 +10,7 @@ PACKAGES=(
   libz3-dev
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libopenmpi-dev openmpi-bin
+  python3  # tests/cli_test.sh parses the CLI's JSON with it
 )
 
 missing=()

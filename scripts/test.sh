@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Full check: setup, Release build of everything in build/ and all of ctest; then (unless
+# RESHARD_SKIP_SANITIZERS=1) the unit and property tests again under ASan+UBSan in build-asan/.
+# Exits non-zero if anything fails. CI runs this through .ci/run.
+#
+#   bash scripts/test.sh
+#   RESHARD_SKIP_SANITIZERS=1 bash scripts/test.sh     # quicker, no sanitizer pass
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${RESHARD_JOBS:-2}
+# The sanitizer pass builds only these; they are the ctest labels of their tests.
+SANITIZED_TARGETS=(typesys_test interp_test synth_test property_test regression_test strategy_property_test)
+
+summaries=()
+status=0
+
+# run_ctest NAME ARGS...: runs ctest, keeps its summary lines for the end.
+run_ctest() {
+  local name=$1
+  shift
+  local log
+  log=$(mktemp)
+  ctest "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  while IFS= read -r line; do summaries+=("[$name] $line"); done < <(
+    grep -E 'tests passed|tests failed|Total Test time|No tests were found' "$log")
+  rm -f "$log"
+  if [ "$rc" -ne 0 ]; then
+    summaries+=("[$name] ctest exited $rc")
+    status=1
+  fi
+}
+
+step() { echo; echo "=== $* ==="; }
+
+die() {
+  echo "test.sh: FAILED: $*" >&2
+  exit 1
+}
+
+step "setup"
+bash scripts/setup.sh || die "scripts/setup.sh"
+
+step "configure + build build/ (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release || die "configure build/"
+cmake --build build -j"$JOBS" || die "build build/"
+
+step "ctest build/"
+run_ctest release --test-dir build --output-on-failure -j"$JOBS"
+
+if [ "${RESHARD_SKIP_SANITIZERS:-0}" != 1 ]; then
+  step "configure + build build-asan/ (Debug, ASan+UBSan): ${SANITIZED_TARGETS[*]}"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRESHARD_SANITIZE=ON ||
+    die "configure build-asan/"
+  cmake --build build-asan -j"$JOBS" --target "${SANITIZED_TARGETS[@]}" || die "build build-asan/"
+
+  step "ctest build-asan/"
+  label_regex="^($(IFS='|'; echo "${SANITIZED_TARGETS[*]}"))\$"
+  run_ctest asan --test-dir build-asan --output-on-failure -j"$JOBS" -L "$label_regex"
+else
+  summaries+=("[asan] skipped (RESHARD_SKIP_SANITIZERS=1)")
+fi
+
+step "summary"
+printf '%s\n' "${summaries[@]}"
+if [ "$status" -ne 0 ]; then
+  echo "test.sh: FAILED"
+else
+  echo "test.sh: all passed"
+fi
+exit "$status"

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `reshard` CLI contract (DESIGN §3): the JSON field names other tools
+# parse, exit codes, one-line errors, the no-argument example, and plan | run round trips.
+#
+#   cli_test.sh PATH/TO/reshard
+set -uo pipefail
+
+reshard=${1:?usage: cli_test.sh PATH/TO/reshard}
+work=$(mktemp -d "${TMPDIR:-/tmp}/reshard-cli-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# The issue's example (XLA's full-rematerialisation case). Both sides hold 2*16*4 = 8*2*8 = 256
+# f32 elements per device, so the memory bound is 1024 bytes.
+MESH='x=4,y=2'
+FROM='f32[8{x},16,8{y}]'
+TO='f32[8,16{x,y},8]'
+BOUND=1024
+
+failures=0
+checks=0
+pass() { checks=$((checks + 1)); echo "ok    $1"; }
+fail() {
+  checks=$((checks + 1)) failures=$((failures + 1))
+  echo "FAIL  $1"
+  shift
+  for detail in "$@"; do echo "      $detail"; done
+}
+
+# run_cli STDIN_FILE ARGS...: sets rc, out, err.
+run_cli() {
+  local stdin=$1
+  shift
+  "$reshard" "$@" <"$stdin" >"$work/out" 2>"$work/err"
+  rc=$?
+  out=$(cat "$work/out")
+  err=$(cat "$work/err")
+}
+
+# expect_bad NAME STDIN_FILE ARGS...: exit 2, nothing on stdout, exactly one stderr line
+# `reshard: error: ...`.
+expect_bad() {
+  local name=$1
+  shift
+  run_cli "$@"
+  local lines
+  lines=$(wc -l <"$work/err")
+  if [[ $rc -eq 2 && -z $out && $lines -eq 1 && $err == "reshard: error: "* ]]; then
+    pass "bad input: $name -> $err"
+  else
+    fail "bad input: $name" "exit $rc (want 2), stderr lines $lines (want 1)" \
+      "stderr: $err" "stdout: ${out:0:200}"
+  fi
+}
+
+# check_plan_json NAME STRATEGY_EXPECTED MAX_PEAK: the JSON contract on $work/out.
+check_plan_json() {
+  local name=$1 strategy=$2 max_peak=$3
+  local verdict
+  verdict=$(python3 - "$work/out" "$MESH" "$FROM" "$TO" "$strategy" "$max_peak" <<'PY'
+import json, sys
+path, mesh, src, dst, strategy, max_peak = sys.argv[1:]
+text = open(path).read()
+lines = text.splitlines()
+if len(lines) != 1:
+    sys.exit(f"want exactly one line on stdout, got {len(lines)}")
+try:
+    plan = json.loads(lines[0])
+except ValueError as e:
+    sys.exit(f"not JSON: {e}")
+if not isinstance(plan, dict):
+    sys.exit("not a JSON object")
+keys = {"mesh", "from", "to", "strategy", "steps", "metrics"}
+if set(plan) != keys:
+    sys.exit(f"top-level keys {sorted(plan)} != {sorted(keys)}")
+for key, want in (("mesh", mesh), ("from", src), ("to", dst), ("strategy", strategy)):
+    if plan[key] != want:
+        sys.exit(f"{key} = {plan[key]!r}, want {want!r}")
+attrs = {
+    "all_slice": {"slice_axis"},
+    "all_gather": {"gather_axis"},
+    "all_to_all": {"split_axis", "concat_axis"},
+    "all_reduce": set(),
+    "reduce_scatter": {"scatter_axis"},
+    "collective_permute": {"source_target_pairs"},
+    # reshard's extension (strategy direct): an irregular exchange of boxes.
+    "all_to_all_v": {"out_shape", "transfers"},
+}
+if not isinstance(plan["steps"], list):
+    sys.exit("steps is not a list")
+for i, step in enumerate(plan["steps"]):
+    op = step.get("op")
+    if op not in attrs:
+        sys.exit(f"step {i}: unknown op {op!r}")
+    want = {"op", "mesh_axes", "type"} | attrs[op]
+    if set(step) != want:
+        sys.exit(f"step {i} ({op}): keys {sorted(step)} != {sorted(want)}")
+    if not isinstance(step["mesh_axes"], list) or not all(
+            isinstance(a, str) for a in step["mesh_axes"]):
+        sys.exit(f"step {i}: mesh_axes is not a list of names")
+    for a in attrs[op] - {"source_target_pairs", "out_shape", "transfers"}:
+        if not isinstance(step[a], int):
+            sys.exit(f"step {i}: {a} is not an integer")
+if plan["steps"] and plan["steps"][-1]["type"] != dst:
+    sys.exit(f"last step's type {plan['steps'][-1]['type']!r} is not the target")
+metrics = {"peak_local_bytes", "bytes_received_max", "bytes_received_total",
+           "lower_bound_bytes_total"}
+# cost_us (DESIGN §2) is allowed once the cost model reports it.
+if not metrics <= set(plan["metrics"]) <= metrics | {"cost_us"}:
+    sys.exit(f"metrics keys {sorted(plan['metrics'])} != {sorted(metrics)}")
+m = plan["metrics"]
+if not all(isinstance(m[k], int) and m[k] >= 0 for k in metrics):
+    sys.exit(f"metrics are not non-negative integers: {m}")
+if m["bytes_received_total"] < m["lower_bound_bytes_total"]:
+    sys.exit(f"bytes_received_total below the lower bound: {m}")
+if max_peak != "-" and m["peak_local_bytes"] > int(max_peak):
+    sys.exit(f"peak_local_bytes {m['peak_local_bytes']} > max(source, target) = {max_peak}")
+print(f"{len(plan['steps'])} steps, peak {m['peak_local_bytes']}, "
+      f"received total {m['bytes_received_total']} (bound {m['lower_bound_bytes_total']})")
+PY
+  )
+  if [[ $? -eq 0 ]]; then pass "$name: $verdict"; else fail "$name" "$verdict" "stdout: ${out:0:300}"; fi
+}
+
+echo "# reshard CLI tests ($reshard)"
+
+# --- The issue's done-when command. ---
+run_cli /dev/null plan --mesh "$MESH" --from "$FROM" --to "$TO" --json
+if [[ $rc -eq 0 && -z $err ]]; then
+  check_plan_json "plan --json on the example (fields, peak <= $BOUND)" normal "$BOUND"
+  cp "$work/out" "$work/plan.json"
+else
+  fail "plan --json on the example" "exit $rc, stderr: $err"
+fi
+
+# The baseline gathers to the full array: 8x the bound. Same JSON contract.
+run_cli /dev/null plan --mesh "$MESH" --from "$FROM" --to "$TO" --strategy naive --json
+if [[ $rc -eq 0 ]]; then
+  check_plan_json "plan --strategy naive --json" naive -
+else
+  fail "plan --strategy naive --json" "exit $rc, stderr: $err"
+fi
+
+# --- Readable output. ---
+run_cli /dev/null plan --mesh "$MESH" --from "$FROM" --to "$TO"
+if [[ $rc -eq 0 && $out == *"$FROM"* && $out == *"1. "* && $out == *peak_local_bytes* &&
+      $out == *"vs naive"* ]]; then
+  pass "plan (readable) lists types, steps, metrics and the naive comparison"
+else
+  fail "plan (readable)" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+fi
+
+# --- No arguments: description, the example actually synthesized, usage. ---
+run_cli /dev/null
+if [[ $rc -eq 0 && $out == *"$FROM"* && $out == *"$TO"* && $out == *"1. "* &&
+      $out == *"reshard plan --mesh"* && $out == *"reshard run"* ]]; then
+  pass "no arguments: exit 0 with the example plan and usage"
+else
+  fail "no arguments" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+fi
+
+# --- Help. ---
+for cmd in "" plan run; do
+  # shellcheck disable=SC2086
+  run_cli /dev/null $cmd --help
+  if [[ $rc -eq 0 && $out == *--* && -z $err ]]; then
+    pass "reshard $cmd --help"
+  else
+    fail "reshard $cmd --help" "exit $rc" "stderr: $err"
+  fi
+done
+
+# --- run. ---
+run_cli /dev/null run --mesh "$MESH" --from "$FROM" --to "$TO"
+if [[ $rc -eq 0 && $out == *OK* ]]; then
+  pass "run on the example: exit 0, data OK"
+else
+  fail "run on the example" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+fi
+
+run_cli /dev/null run --mesh "$MESH" --from "$FROM" --to "$TO" --strategy naive --json
+if [[ $rc -eq 0 ]] && python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+r = json.loads(lines[0])
+assert len(lines) == 1 and r["ok"] is True and r["data_ok"] is True, r
+assert r["measured"]["peak_local_bytes"] == r["plan"]["metrics"]["peak_local_bytes"], r
+' "$work/out"; then
+  pass "run --strategy naive --json: one object, ok, measured peak = plan peak"
+else
+  fail "run --strategy naive --json" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+fi
+
+# A partial source: reductions run on real data too.
+run_cli /dev/null run --mesh "x=2,y=2" --from "f32[8{x},4] partial{y}" --to "f32[8,4{x}]"
+if [[ $rc -eq 0 && $out == *OK* ]]; then
+  pass "run with a partial source"
+else
+  fail "run with a partial source" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+fi
+
+# --- Every strategy the CLI offers (read from its help) plans, runs and round-trips. ---
+strategies=$("$reshard" plan --help | sed -n 's/.*Synthesis strategy: //p' | tr -d ',')
+[[ -n $strategies ]] || fail "plan --help lists the strategies"
+for s in $strategies; do
+  run_cli /dev/null plan --mesh "$MESH" --from "$FROM" --to "$TO" --strategy "$s" --json
+  if [[ $rc -ne 0 ]]; then
+    fail "plan --strategy $s --json" "exit $rc, stderr: $err"
+    continue
+  fi
+  check_plan_json "plan --strategy $s --json" "$s" -
+  cp "$work/out" "$work/plan_$s.json"
+  run_cli "$work/plan_$s.json" run --plan -
+  if [[ $rc -eq 0 && $out == *OK* ]]; then
+    pass "run --plan - on strategy $s's plan: data OK"
+  else
+    fail "run --plan - on strategy $s's plan" "exit $rc" "stdout: ${out:0:300}" "stderr: $err"
+  fi
+done
+
+# --- plan --json | run --plan - round trip. ---
+if [[ -s $work/plan.json ]]; then
+  run_cli "$work/plan.json" run --plan -
+  if [[ $rc -eq 0 && $out == *OK* ]]; then
+    pass "plan --json | run --plan - (stdin)"
+  else
+    fail "plan --json | run --plan -" "exit $rc" "stdout: ${out:0:400}" "stderr: $err"
+  fi
+  run_cli /dev/null run --plan "$work/plan.json" --mesh "$MESH" --from "$FROM" --to "$TO"
+  if [[ $rc -eq 0 ]]; then
+    pass "run --plan FILE with matching --mesh/--from/--to"
+  else
+    fail "run --plan FILE" "exit $rc" "stderr: $err"
+  fi
+  # A real pipe, as users type it.
+  if "$reshard" plan --mesh "$MESH" --from "$FROM" --to "$TO" --json |
+      "$reshard" run --plan - >/dev/null 2>"$work/err"; then
+    pass "shell pipe: reshard plan --json | reshard run --plan -"
+  else
+    fail "shell pipe" "stderr: $(cat "$work/err")"
+  fi
+
+  # A plan whose step claims the wrong type must be rejected as input, not run.
+  python3 - "$work/plan.json" "$work/bad_type.json" "$work/bad_field.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+bad = json.loads(json.dumps(plan))
+bad["steps"][0]["type"] = plan["from"].replace("f32", "f64")
+json.dump(bad, open(sys.argv[2], "w"))
+bad = json.loads(json.dumps(plan))
+del bad["steps"][0]["mesh_axes"]
+json.dump(bad, open(sys.argv[3], "w"))
+PY
+  expect_bad "plan file whose step does not type-check" "$work/bad_type.json" run --plan -
+  expect_bad "plan file missing mesh_axes" "$work/bad_field.json" run --plan -
+  expect_bad "--plan with a different --mesh" /dev/null run --plan "$work/plan.json" \
+    --mesh x=8
+  expect_bad "--plan together with --strategy" /dev/null run --plan "$work/plan.json" \
+    --strategy naive
+fi
+
+# --- Bad input: exit 2, exactly one stderr line. ---
+P=(plan --json)
+printf '{' >"$work/truncated.json"
+expect_bad "malformed mesh" /dev/null "${P[@]}" --mesh 'x=4,y' --from "$FROM" --to "$TO"
+expect_bad "mesh axis of size 0" /dev/null "${P[@]}" --mesh 'x=0' --from 'f32[8]' --to 'f32[8]'
+expect_bad "mesh beyond the device limit" /dev/null "${P[@]}" --mesh 'x=2048,y=1024' \
+  --from 'f32[8]' --to 'f32[8]'
+expect_bad "repeated mesh axis" /dev/null "${P[@]}" --mesh 'x=2,x=2' --from 'f32[8]' \
+  --to 'f32[8]'
+expect_bad "malformed type" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{x},16' --to "$TO"
+expect_bad "unknown element type" /dev/null "${P[@]}" --mesh "$MESH" --from 'f33[8{x},16,8]' \
+  --to "$TO"
+expect_bad "unknown axis" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{z},16,8]' --to "$TO"
+expect_bad "axis used twice" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{x},16{x},8]' \
+  --to "$TO"
+expect_bad "non-divisible size" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[6{x},16,8]' \
+  --to "$TO"
+expect_bad "size beyond 63 bits" /dev/null "${P[@]}" --mesh "$MESH" \
+  --from 'f32[99999999999999999999999]' --to 'f32[99999999999999999999999]'
+expect_bad "byte count overflow" /dev/null "${P[@]}" --mesh "$MESH" \
+  --from 'f64[4611686018427387904{x},4]' --to 'f64[4611686018427387904,4{x}]'
+expect_bad "global shapes differ" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{x}]' \
+  --to 'f32[16{x}]'
+expect_bad "element types differ" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{x}]' \
+  --to 'f64[8{x}]'
+expect_bad "target partial not in source" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8]' \
+  --to 'f32[8] partial{x}'
+# x=6 and y=4 divide 12 but no chain of whole-axis collectives stays within 24 bytes.
+expect_bad "no plan within the memory bound (NotFound)" /dev/null "${P[@]}" --mesh 'x=6,y=4' \
+  --from 'f32[12{x},2]' --to 'f32[12{y},2]'
+expect_bad "unknown strategy" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \
+  --strategy bogus
+expect_bad "malformed --axis-cost" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \
+  --axis-cost 'x=1'
+expect_bad "--axis-cost naming an unknown axis" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" \
+  --to "$TO" --axis-cost 'z=1:100'
+expect_bad "missing --to" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM"
+expect_bad "option without its value" /dev/null plan --mesh
+expect_bad "unknown option" /dev/null plan --mesh "$MESH" --from "$FROM" --to "$TO" --bogus
+expect_bad "unknown command" /dev/null frobnicate
+expect_bad "run without a problem or plan" /dev/null run --mesh "$MESH"
+expect_bad "malformed plan JSON on stdin" "$work/truncated.json" run --plan -
+expect_bad "empty plan on stdin" /dev/null run --plan -
+expect_bad "missing plan file" /dev/null run --plan "$work/does-not-exist.json"
+expect_bad "array too large for the interpreter" /dev/null run --mesh x=2 \
+  --from 'f32[1073741824{x}]' --to 'f32[1073741824]'
+
+echo "# $((checks - failures))/$checks checks passed"
+[[ $failures -eq 0 ]]
