@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# mpi_test.sh — reshard-mpi on real MPI ranks (1, 2, 4, 8; oversubscribed): every strategy on
+# varied cases (swaps, multi-axis moves, partial sources and targets, 3-D meshes, all element
+# types), all checked for data; a --plan file; exit codes for wrong data (1), bad input and a
+# rank-count mismatch (2, quickly, one message).
+#
+#   tests/mpi_test.sh <reshard-mpi> [<reshard>]        # reshard enables the --plan round trip
+set -u
+MPI_BIN=${1:?usage: mpi_test.sh <reshard-mpi> [<reshard>]}
+RESHARD_BIN=${2:-}
+
+# Shared-memory transport only: containers often lack the network devices (and the ptrace
+# permission for CMA single-copy) that Open MPI's defaults probe.
+export OMPI_MCA_btl=self,vader
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN=(mpirun --oversubscribe)
+[ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+
+failures=0
+runs=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run NP ARGS... : runs reshard-mpi, sets $rc, $out (stdout) and $err (our stderr lines).
+run() {
+  local np=$1; shift
+  local tmp_err
+  tmp_err=$(mktemp)
+  out=$(timeout 120 "${MPIRUN[@]}" -np "$np" "$MPI_BIN" "$@" 2>"$tmp_err")
+  rc=$?
+  err=$(grep '^reshard-mpi: ' "$tmp_err")
+  rm -f "$tmp_err"
+  runs=$((runs + 1))
+}
+
+devices() {  # device count of a mesh text, e.g. x=2,y=4 -> 8
+  local n=1 part
+  IFS=',' read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do n=$((n * ${part#*=})); done
+  echo "$n"
+}
+
+# mesh ; from ; to ; extra flags
+CASES=(
+  "x=1 ; f32[8{x},4] ; f32[8,4{x}] ;"
+  "x=2 ; f32[8,6{x}] ; f32[8{x},6] ;"
+  "x=2 ; f64[4,4] partial{x} ; f64[4{x},4] ;"
+  "x=2 ; f32[] partial{x} ; f32[] ;"
+  "x=2 ; i32[6{x},4] ; i32[6,4] ;"
+  "x=2,y=2 ; f32[8{x},8{y}] ; f32[8{y},8{x}] ;"
+  "x=2,y=2 ; f16[4{x,y},6] ; f16[4{y,x},6] ;"
+  "x=2,y=2 ; i8[4,8{x,y}] ; i8[4{y},8{x}] ;"
+  "x=4 ; bf16[8,8] partial{x} ; bf16[8{x},8] ;"
+  "x=2,y=2 ; i64[4,4,4] partial{x,y} ; i64[4{y},4,4] partial{x} ;"
+  "x=2,y=4 ; f32[16{x,y},8] ; f32[16,8{x,y}] ;"
+  "x=4,y=2 ; f32[8{x},16,8{y}] ; f32[8,16{x,y},8] ;"
+  "x=2,y=4 ; f32[12{y},6{x}] ; f32[12{x},6] ; --scale 3"
+  "x=2,y=2,z=2 ; f32[8{x},8{y},8{z}] ; f32[8{z},8{x},8{y}] ;"
+  "x=2,y=2,z=2 ; f32[16,16] partial{x,y,z} ; f32[16{x},16{y,z}] ;"
+  "x=2,y=2,z=2 ; f32[8,8,8] partial{z} ; f32[8{x},8{y},8] ;"
+  "x=2,y=2,z=2 ; bf16[8{x,y,z},8] ; bf16[8,8{z,y,x}] ;"
+)
+STRATEGIES=(normal naive optimal gspmd greedy direct auto)
+
+for c in "${CASES[@]}"; do
+  IFS=';' read -r mesh from to extra <<<"$c"
+  mesh=$(echo $mesh) from=$(echo $from) to=$(echo $to)
+  np=$(devices "$mesh")
+  for s in "${STRATEGIES[@]}"; do
+    # shellcheck disable=SC2086  # $extra is a flag list
+    run "$np" --mesh "$mesh" --from "$from" --to "$to" --strategy "$s" --repeat 2 --json $extra
+    if [ "$rc" != 0 ] || ! grep -q '"ok":true' <<<"$out"; then
+      fail "$s: $mesh ; $from -> $to $extra (exit $rc): $out $err"
+    fi
+  done
+done
+
+# The JSON report has every field of the contract.
+run 8 --mesh x=2,y=4 --from 'f32[64{x,y},32]' --to 'f32[64,32{x,y}]' --repeat 3 --json
+for field in ok time_us_median time_us_min bytes_received_max peak_local_bytes \
+  executor_peak_bytes cost_us value_modulus; do
+  grep -q "\"$field\":" <<<"$out" || fail "JSON lacks $field: $out"
+done
+[ "$(wc -l <<<"$out")" = 1 ] || fail "JSON is not one line: $out"
+# One all_to_all over 8 ranks: 7/8 of 1 KiB received per rank; executor holds input + output.
+grep -q '"bytes_received_max":896,' <<<"$out" || fail "bytes_received_max: $out"
+grep -q '"executor_peak_bytes":2048,' <<<"$out" || fail "executor_peak_bytes: $out"
+
+# A plan file from `reshard plan --json` runs the same.
+if [ -n "$RESHARD_BIN" ]; then
+  plan=$(mktemp)
+  "$RESHARD_BIN" plan --mesh x=2,y=2,z=2 --from 'f32[8{x},8{y,z}]' --to 'f32[8{y,z},8{x}]' \
+    --json >"$plan"
+  run 8 --plan "$plan" --json
+  { [ "$rc" = 0 ] && grep -q '"ok":true' <<<"$out"; } || fail "--plan (exit $rc): $out $err"
+  run 8 --plan "$plan" --mesh x=2,y=4
+  [ "$rc" = 2 ] || fail "--plan with a different --mesh: exit $rc, want 2"
+  rm -f "$plan"
+fi
+
+# Wrong data is detected (a hidden hook corrupts one element): exit 1, ok false, one message.
+run 4 --mesh x=2,y=2 --from 'f32[8{x},8{y}]' --to 'f32[8{y},8{x}]' --inject-fault --json
+[ "$rc" = 1 ] || fail "corrupted result: exit $rc, want 1"
+grep -q '"ok":false' <<<"$out" || fail "corrupted result reported ok: $out"
+[ "$(grep -c 'wrong data' <<<"$err")" = 1 ] || fail "corrupted result message: $err"
+
+# Bad input: exit 2 with exactly one error line (printed by rank 0 only), no hang.
+expect_bad() {
+  local np=$1; shift
+  local start=$SECONDS
+  run "$np" "$@"
+  [ "$rc" = 2 ] || fail "exit $rc, want 2: $*"
+  [ "$(grep -c '^reshard-mpi: error:' <<<"$err")" = 1 ] || fail "want one error line for $*: $err"
+  [ $((SECONDS - start)) -lt 30 ] || fail "took $((SECONDS - start)) s: $*"
+}
+expect_bad 2 --mesh x=2,y=4 --from 'f32[8{x},8]' --to 'f32[8,8{x}]'      # 2 ranks, 8 devices
+expect_bad 4 --mesh x=2 --from 'f32[8{x},8]' --to 'f32[8,8{x}]'          # 4 ranks, 2 devices
+expect_bad 2 --mesh x=2 --from 'f32[8{q},8]' --to 'f32[8,8{x}]'          # unknown axis
+expect_bad 2 --mesh x=2 --from 'f32[7{x},8]' --to 'f32[7,8]'             # not divisible
+expect_bad 2 --mesh x=2 --from 'f32[8{x},8]' --to 'f32[8,8{x}]' --strategy fastest
+expect_bad 2 --mesh x=2 --from 'f32[8{x},8]' --to 'f32[8,8{x}]' --scale 0
+expect_bad 2 --mesh x=2 --from 'f32[8{x},8]' --to 'f32[8,8{x}]' --bogus
+expect_bad 2 --mesh x=2 --from 'f32[8{x},8]'
+expect_bad 2 --plan /nonexistent/plan.json
+expect_bad 2 --mesh x=2 --from 'f32[8,8]' --to 'f32[8,8] partial{x}'  # creates a pending sum
+
+echo "$runs runs, $failures failures"
+[ "$failures" = 0 ]
