@@ -1,0 +1,112 @@
+// lowering.h — between MLIR's mesh dialect and reshard's types and plans.
+//
+// The mapping (docs/mlir.md):
+//   mesh.mesh @m(shape = 2x4)                     ->  Mesh "a0=2,a1=4" (axis i is named a<i>)
+//   tensor<16x8xf32> + <@m, [[0], [1]]>           ->  f32[16{a0},8{a1}]
+//   tensor<16x8xf32> + <@m, [[1, 0]], partial = sum[2]> on a 2x4x2 mesh
+//                                                 ->  f32[16{a1,a0},8] partial{a2}
+// Only `sum` partial shardings, static shapes and static meshes map; everything else is an
+// InvalidArgument that names the offending part.
+//
+//   absl::StatusOr<reshard::Mesh> mesh = ConvertMesh(meshOp);
+//   absl::StatusOr<reshard::DistType> from = ConvertSharding(*mesh, tensorType, sharding);
+//   absl::StatusOr<mlir::Value> out = EmitPlan(builder, loc, "m", *mesh, plan, shard);
+//   absl::StatusOr<reshard::Plan> back = ImportAnnotatedChain(out->getDefiningOp(), symbols);
+//   absl::Status ok = ValidatePlan(*back, /*prove=*/true, &summary);
+//
+// Emitted IR: mesh.all_slice / all_gather / all_to_all / all_reduce / reduce_scatter (sum)
+// and reshard.collective_permute; all_to_all_v has no mesh-dialect form (InvalidArgument).
+// With annotation on, the last op of a chain carries kReshardingAttrName =
+// {from = #mesh.shard<..>, to = #mesh.shard<..>, global_type = tensor<..>, steps = N : i64},
+// which is all ImportAnnotatedChain needs to read the chain back (translation validation).
+#ifndef RESHARD_LOWERING_LOWERING_H_
+#define RESHARD_LOWERING_LOWERING_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/SymbolTable.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+#include "typesys/plan.h"
+
+namespace reshard::lowering {
+
+// Discardable attribute marking the last op of an emitted resharding chain.
+inline constexpr char kReshardingAttrName[] = "reshard.resharding";
+
+// The reshard name of mesh axis `index`: "a0", "a1", ...
+std::string MeshAxisName(int index);
+
+// A mesh.mesh as a reshard Mesh. InvalidArgument for a dynamic axis size.
+absl::StatusOr<Mesh> ConvertMesh(mlir::mesh::MeshOp mesh);
+
+// The reshard element type of `type` (f32, f64, bf16, f16, and integers of 8, 32, 64 bits).
+// InvalidArgument naming the type otherwise.
+absl::StatusOr<ElementType> ConvertElementType(mlir::Type type);
+
+// `global` distributed by `sharding` as a reshard type, validated on `mesh` (the converted
+// mesh `sharding` refers to). InvalidArgument naming the problem: dynamic dimension, element
+// type, more split_axes entries than dimensions, a mesh axis out of range or used twice, a
+// partial type other than sum, a size not divisible by its axes' product.
+absl::StatusOr<DistType> ConvertSharding(const Mesh& mesh, mlir::RankedTensorType global,
+                                         mlir::mesh::MeshShardingAttr sharding);
+
+// The inverse of ConvertSharding for types on a converted mesh (axis names a<i>).
+mlir::mesh::MeshShardingAttr ToShardingAttr(mlir::MLIRContext* context, llvm::StringRef mesh_name,
+                                            const Mesh& mesh, const DistType& type);
+
+// Each device's local tensor for `type`, with element type `element_type`.
+mlir::RankedTensorType LocalTensorType(const Mesh& mesh, const DistType& type,
+                                       mlir::Type element_type);
+
+// Emits plan.steps at the builder's insertion point, starting from `source` (a value of
+// plan.source's local tensor type) and returns the final value (`source` for an empty plan).
+// Every op's result type is the local tensor of its step's type. InvalidArgument for an
+// all_to_all_v step (no mesh-dialect equivalent); nothing is emitted then.
+absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location loc,
+                                     llvm::StringRef mesh_name, const Mesh& mesh, const Plan& plan,
+                                     mlir::Value source);
+
+// Attaches kReshardingAttrName to `last` (see the file comment).
+void AnnotateChain(mlir::Operation* last, mlir::mesh::MeshShardingAttr from,
+                   mlir::mesh::MeshShardingAttr to, mlir::RankedTensorType global, int64_t steps);
+
+// True for the ops a chain may consist of: mesh.all_slice, all_gather, all_to_all,
+// all_reduce, reduce_scatter and reshard.collective_permute.
+bool IsChainCollective(mlir::Operation* op);
+
+// Reads `ops` (in order, each consuming the previous one's result; the first consumes a value
+// of `source`'s local type) back into a plan from `source` to `target` on `mesh`. The
+// collectives' attributes, not any plan, define the steps: mesh_axes indices become a<i>
+// names; step types follow from the typing rules, and a permute's type is the one (found by
+// search) with which the rest of the chain ends at `target`. InvalidArgument naming the op
+// that does not read back: an unknown op, a different mesh, a non-sum reduction, a result
+// type that is not the local tensor of the step's type, a step that does not type-check.
+absl::StatusOr<Plan> ImportChain(const Mesh& mesh, llvm::StringRef mesh_name,
+                                 const DistType& source, const DistType& target,
+                                 llvm::ArrayRef<mlir::Operation*> ops);
+
+// Reads the chain that ends at `last` (an op carrying kReshardingAttrName) back into a plan.
+// InvalidArgument when the attribute is malformed, the chain is shorter than `steps`, or as
+// ImportChain.
+absl::StatusOr<Plan> ImportAnnotatedChain(mlir::Operation* last,
+                                          mlir::SymbolTableCollection& symbols);
+
+// True when this build can prove plans with Z3 (proofs/ was built).
+bool CanProve();
+
+// Translation validation of an imported plan: runs it on the reference interpreter (real
+// data, every step and the target checked) and, when `prove` and CanProve(), certifies it
+// with Z3 (CertifyPlan). On success `summary` (if given) describes what was checked.
+// InvalidArgument with the first wrong device/element, or when Z3 refutes the plan;
+// Unknown when Z3 answers unknown (never reported as proved).
+absl::Status ValidatePlan(const Plan& plan, bool prove, std::string* summary = nullptr);
+
+}  // namespace reshard::lowering
+
+#endif  // RESHARD_LOWERING_LOWERING_H_

@@ -1,0 +1,49 @@
+// passes.h — reshard's MLIR passes (both nest under func.func).
+//
+//   reshard-spmdization   drop-in for upstream mesh-spmdization: the same input (mesh.shard
+//                         annotations, annotate_for_users pairs, ShardingInterface ops), but
+//                         every resharding between two shardings is synthesized by reshard
+//                         (any mesh rank, partial sums) and emitted as mesh collectives plus
+//                         reshard.collective_permute. Options:
+//                           strategy=normal|optimal|naive|gspmd|greedy  (synth/synthesize.h)
+//                           annotate=true   mark each chain with reshard.resharding
+//                           validate=true   re-read each emitted chain from the IR and check
+//                                           it on the interpreter (and Z3 when built in)
+//   reshard-validate      reads every chain marked reshard.resharding back into a plan and
+//                         checks it (interpreter, then Z3 when built in and prove=true);
+//                         a remark per chain on success, an error otherwise.
+//
+//   reshard-opt in.mlir
+//     --pass-pipeline='builtin.module(func.func(reshard-spmdization{annotate=true},reshard-validate))'
+//
+//   mlir::PassManager pm(&context);
+//   pm.addNestedPass<mlir::func::FuncOp>(reshard::lowering::createSpmdizationPass());
+#ifndef RESHARD_LOWERING_PASSES_H_
+#define RESHARD_LOWERING_PASSES_H_
+
+#include <memory>
+#include <string>
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/Pass.h"
+
+namespace reshard::lowering {
+
+struct SpmdizationOptions {
+  std::string strategy = "normal";
+  bool annotate = false;
+  bool validate = false;
+};
+
+std::unique_ptr<mlir::Pass> createSpmdizationPass(const SpmdizationOptions& options = {});
+std::unique_ptr<mlir::Pass> createValidatePass(bool prove = true);
+
+// Registers reshard-spmdization and reshard-validate with the global pass registry.
+void registerPasses();
+
+// The dialects reshard's passes create ops of (mesh, tensor, reshard).
+void registerDependentDialects(mlir::DialectRegistry& registry);
+
+}  // namespace reshard::lowering
+
+#endif  // RESHARD_LOWERING_PASSES_H_
