@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -311,6 +312,29 @@ std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const Dist
   }
   RESHARD_CHECK(b.current() == to) << "greedy stalled at " << ToString(b.current());
   return std::move(b.steps());
+}
+
+int64_t DirectTransferCount(const Mesh& mesh, const DistType& in, const DistType& out) {
+  const std::vector<int64_t> in_local = LocalShape(mesh, in);
+  const std::vector<int64_t> out_local = LocalShape(mesh, out);
+  // Every tuple of `out` block indices is held by the same number of devices.
+  __int128 total = mesh.num_devices();
+  for (int i = 0; i < out.rank(); ++i) {
+    const int64_t blocks = out.dims[i].size / out_local[i];
+    total /= blocks;
+  }
+  for (int i = 0; i < out.rank(); ++i) {
+    const int64_t blocks = out.dims[i].size / out_local[i];
+    __int128 met = 0;  // Sum over out blocks of the in blocks each meets.
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * out_local[i] / in_local[i];
+      const int64_t last = (b * out_local[i] + out_local[i] - 1) / in_local[i];
+      met += last - first + 1;
+    }
+    total *= met;
+    if (total > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(total);
 }
 
 std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -10,6 +10,7 @@
 #ifndef RESHARD_SYNTH_BASELINES_H_
 #define RESHARD_SYNTH_BASELINES_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "typesys/collective.h"
@@ -34,6 +35,10 @@ namespace internal {
 std::vector<Step> GspmdSteps(const Mesh& mesh, const DistType& from, const DistType& to);
 // PyTorch DTensor's greedy per-mesh-axis redistribute (docs/baselines.md).
 std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const DistType& to);
+// Number of boxes (transfers, local copies included) DirectExchange(mesh, in, out) builds,
+// computed per dimension without building them: for each device, the product over dimensions
+// of the number of `in` blocks its `out` block meets. Saturates at INT64_MAX.
+int64_t DirectTransferCount(const Mesh& mesh, const DistType& in, const DistType& out);
 // all_reduce of the partial axes `to` drops (if any), then DirectExchange.
 std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to);
 

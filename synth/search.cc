@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "synth/placement.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
@@ -37,32 +38,21 @@ DistType Canonical(const Mesh& mesh, DistType type) {
   return type;
 }
 
-// Per device, one integer naming the block (all dimensions) and summand it holds. Two types
-// with the same local shape and partial axes agree on a device iff its keys are equal.
-std::vector<int64_t> PlacementKeys(const Mesh& mesh, const DistType& type) {
-  std::vector<int64_t> local = LocalShape(mesh, type);
-  std::vector<int64_t> keys(mesh.num_devices());
-  for (int64_t d = 0; d < mesh.num_devices(); ++d) {
-    std::vector<int64_t> block = BlockIndex(mesh, type, d);
-    int64_t key = 0;
-    for (int i = 0; i < type.rank(); ++i) key = key * (type.dims[i].size / local[i]) + block[i];
-    keys[d] = key * NumSummands(mesh, type) + SummandIndex(mesh, type, d);
-  }
-  return keys;
-}
-
 // Local size of dimension `dim` of a valid type.
 int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
   return type.dims[dim].size / mesh.GroupSize(type.dims[dim].axes);
 }
 
-// Calls `visit` on every ordered tuple of distinct elements of `pool` (length >= 1).
+// Calls `visit` on every ordered tuple of distinct elements of `pool` (length >= 1) until
+// `stop()` returns true (with many axes the tuples are exponentially many: the work budget
+// must be able to cut the enumeration short).
 void ForEachOrderedTuple(const std::vector<std::string>& pool,
-                         const std::function<void(const std::vector<std::string>&)>& visit) {
+                         const std::function<void(const std::vector<std::string>&)>& visit,
+                         const std::function<bool()>& stop) {
   std::vector<std::string> tuple;
   std::vector<bool> used(pool.size(), false);
   std::function<void()> rec = [&]() {
-    for (size_t i = 0; i < pool.size(); ++i) {
+    for (size_t i = 0; i < pool.size() && !stop(); ++i) {
       if (used[i]) continue;
       used[i] = true;
       tuple.push_back(pool[i]);
@@ -82,12 +72,14 @@ struct Edge {
   double us = 0;     // Modeled time (time mode); -1 for a permute not priced yet.
 };
 
-bool IsUniform(const Mesh& mesh, const CostModel& model) {
-  for (const MeshAxis& axis : mesh.axes()) {
-    if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;
-  }
-  return true;
-}
+// Work units (SearchOptions::max_work) are calibrated to roughly a nanosecond: a device visit
+// is one unit, building a type (an edge, a permute class member) costs about this many, and
+// one step of MovedDevices' count (a hash-map update) this many.
+constexpr int64_t kTypeWork = 256;
+constexpr int64_t kCountStepWork = 16;
+// Largest permute class the search enumerates; beyond it the search gives up as if its work
+// budget were spent.
+constexpr size_t kMaxPermuteClass = size_t{1} << 14;
 
 class Searcher {
  public:
@@ -95,7 +87,7 @@ class Searcher {
       : mesh_(mesh), from_(Canonical(mesh, from)), to_(Canonical(mesh, to)), options_(options) {
     if (options_.cost_model != nullptr) {
       fastest_ = options_.cost_model->Fastest(mesh);
-      uniform_ = IsUniform(mesh, *options_.cost_model);
+      uniform_ = internal::IsUniform(mesh, *options_.cost_model);
     }
     for (const MeshAxis& axis : mesh.axes()) {
       if (axis.size > 1 || AxisUse(from_, axis.name) != kUnused ||
@@ -106,7 +98,9 @@ class Searcher {
   }
 
   absl::StatusOr<std::vector<Step>> Run();
+  absl::Status WorkExhausted() const;
   int64_t settled() const { return settled_; }
+  int64_t work() const { return work_; }
   int64_t generated() const { return generated_; }
 
  private:
@@ -121,17 +115,23 @@ class Searcher {
     double h = 0;   // Time mode: heuristic (lower bound of the remaining time).
   };
   bool timed() const { return options_.cost_model != nullptr; }
-  double Heuristic(const DistType& type) const {
-    return timed() && options_.use_heuristic
-               ? TimeLowerBoundUs(mesh_, *options_.cost_model, type, to_)
-               : 0.0;
+  double Heuristic(const DistType& type) {
+    if (!timed() || !options_.use_heuristic) return 0.0;
+    Charge(mesh_.num_devices());  // One pass over the devices.
+    return TimeLowerBoundUs(mesh_, *options_.cost_model, type, to_);
   }
+  // Adds to the work done; false once the budget is spent.
+  bool Charge(int64_t units) {
+    work_ += units;
+    return work_ <= options_.max_work;
+  }
+  bool OverBudget() const { return work_ > options_.max_work; }
 
   std::vector<Edge> Neighbors(const DistType& s);
-  // The types one permute can reach from s (s included), with their placement keys.
+  // The types one permute can reach from s (s included). Incomplete (and not cached) when
+  // the work budget ran out while enumerating it.
   struct PermuteClassInfo {
     std::vector<DistType> members;
-    std::vector<std::vector<int64_t>> keys;  // Parallel to members.
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
@@ -144,8 +144,10 @@ class Searcher {
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
+  PermuteClassInfo partial_class_;
   int64_t settled_ = 0;
   int64_t generated_ = 0;
+  int64_t work_ = 0;
   AxisCost fastest_;
   bool uniform_ = true;
 };
@@ -166,8 +168,13 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   for (Dim& dim : t.dims) dim.axes.clear();
   // Fill dimension `dim` until its axes' product is exactly size / local size.
   std::function<void(int, int64_t)> rec = [&](int dim, int64_t remaining) {
+    if (OverBudget()) return;
     if (dim == t.rank()) {
+      Charge(kTypeWork);
       members.push_back(t);
+      // Memory as much as time: with many equal-size axes a class has factorially many
+      // members, each a full type.
+      if (members.size() > kMaxPermuteClass) work_ = options_.max_work + 1;
       return;
     }
     if (remaining == 1) {
@@ -190,8 +197,11 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
     rec(0, t.dims[0].size / local[0]);
   }
   PermuteClassInfo info;
-  for (const DistType& member : members) info.keys.push_back(PlacementKeys(mesh_, member));
   info.members = std::move(members);
+  if (OverBudget()) {
+    partial_class_ = std::move(info);
+    return partial_class_;
+  }
   return classes_.emplace(key, std::move(info)).first->second;
 }
 
@@ -199,6 +209,7 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost) {
+    Charge(kTypeWork);
     double us = 0;
     if (timed()) {
       us = op.kind == CollectiveKind::kCollectivePermute ? -1
@@ -225,7 +236,7 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
         add(Collective::AllSlice(axes, dim), std::move(next), 0);
       }
-    });
+    }, [&] { return OverBudget(); });
   }
   if (options_.allow_reduce_scatter && !reducible.empty()) {
     ForEachOrderedTuple(reducible, [&](const std::vector<std::string>& axes) {
@@ -239,7 +250,7 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
         int64_t cost = UniformCost(s, op);
         add(std::move(op), std::move(next), cost);
       }
-    });
+    }, [&] { return OverBudget(); });
   }
   if (options_.allow_all_reduce && !reducible.empty()) {
     // Subsets in mesh order (s.partial is canonical).
@@ -282,20 +293,22 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   }
   if (options_.allow_permute) {
     const PermuteClassInfo& info = PermuteClass(s);
-    if (info.members.size() > 1) {
-      auto self = std::find(info.members.begin(), info.members.end(), s);
-      const std::vector<int64_t> keys = self != info.members.end()
-                                            ? info.keys[self - info.members.begin()]
-                                            : PlacementKeys(mesh_, s);
-      for (size_t m = 0; m < info.members.size(); ++m) {
-        if (info.members[m] == s) continue;
-        int64_t moved = 0;
-        for (size_t d = 0; d < keys.size(); ++d) moved += keys[d] != info.keys[m][d];
-        add(Collective::Permute({}), info.members[m], moved * in_bytes);
-      }
+    for (const DistType& member : info.members) {
+      if (member == s || OverBudget()) continue;
+      int64_t steps = 0;
+      const int64_t moved = internal::MovedDevices(mesh_, s, member, &steps);
+      Charge(steps * kCountStepWork);
+      add(Collective::Permute({}), member, moved * in_bytes);
     }
   }
   return edges;
+}
+
+absl::Status Searcher::WorkExhausted() const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "plan search hit its work budget of ", options_.max_work, " units (", settled_,
+      " states settled on a mesh of ", mesh_.num_devices(), " devices) before reaching ",
+      ToString(to_)));
 }
 
 absl::StatusOr<std::vector<Step>> Searcher::Run() {
@@ -330,7 +343,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       std::vector<Step> result;
       for (int n : path) {
         Collective op = nodes[n].op;
-        if (op.kind == CollectiveKind::kCollectivePermute) {
+        if (op.kind == CollectiveKind::kCollectivePermute && options_.fill_permute_pairs) {
           op = MinimalPermute(mesh_, nodes[nodes[n].parent].type, nodes[n].type,
                               options_.cost_model);
         }
@@ -345,7 +358,9 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
     DistType current = nodes[id].type;
     const double us = nodes[id].us;
-    for (Edge& edge : Neighbors(current)) {
+    std::vector<Edge> edges = Neighbors(current);
+    if (OverBudget()) return WorkExhausted();
+    for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
       if (new_cost > options_.max_cost) continue;
       if (LocalBytes(mesh_, edge.type) > options_.max_local_bytes) continue;
@@ -365,6 +380,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                 std::make_tuple(existing->us, existing->cost, existing->steps)) {
           continue;
         }
+        if (!uniform_ && edge.cost > 0 && !Charge(mesh_.num_devices())) return WorkExhausted();
         edge.us = uniform_ || edge.cost == 0
                       ? optimistic
                       : options_.cost_model->StepCostUs(
@@ -377,6 +393,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
         int node_id = static_cast<int>(nodes.size());
         index.emplace(std::move(key), node_id);
         double h = Heuristic(edge.type);
+        if (OverBudget()) return WorkExhausted();
         nodes.push_back(Node{std::move(edge.type), new_cost, new_steps, id, std::move(edge.op),
                              false, new_us, h});
         ++generated_;
@@ -438,58 +455,6 @@ absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const Dist
   return absl::OkStatus();
 }
 
-Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
-                          const CostModel* cost_model) {
-  RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
-                PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
-      << ToString(in) << " -> " << ToString(out);
-  std::vector<int64_t> have = PlacementKeys(mesh, in);
-  std::vector<int64_t> need = PlacementKeys(mesh, out);
-  // Holders and needers of each placement among the devices that must change.
-  absl::flat_hash_map<int64_t, std::vector<int64_t>> holders;
-  absl::flat_hash_map<int64_t, std::vector<int64_t>> needers;
-  std::vector<int64_t> order;  // Placements in first-need order, for determinism.
-  for (int64_t d = 0; d < mesh.num_devices(); ++d) {
-    if (have[d] == need[d]) continue;
-    holders[have[d]].push_back(d);
-    if (needers[need[d]].empty()) order.push_back(need[d]);
-    needers[need[d]].push_back(d);
-  }
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t key : order) {
-    std::vector<int64_t>& sources = holders[key];
-    const std::vector<int64_t>& targets = needers[key];
-    RESHARD_CHECK(sources.size() == targets.size())
-        << "unbalanced permute " << ToString(in) << " -> " << ToString(out);
-    if (cost_model == nullptr || sources.size() == 1) {
-      for (size_t i = 0; i < targets.size(); ++i) pairs.emplace_back(sources[i], targets[i]);
-      continue;
-    }
-    // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link
-    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id).
-    for (int64_t t : targets) {
-      size_t best = 0;
-      auto rank = [&](int64_t source) {
-        AxisCost c = cost_model->Between(mesh, source, t);
-        int differing = 0;
-        for (int64_t a = source, b = t, i = mesh.num_axes() - 1; i >= 0; --i) {
-          differing += a % mesh.axes()[i].size != b % mesh.axes()[i].size;
-          a /= mesh.axes()[i].size;
-          b /= mesh.axes()[i].size;
-        }
-        return std::make_tuple(c.alpha_us, -c.gbps, differing);
-      };
-      for (size_t i = 1; i < sources.size(); ++i) {
-        if (rank(sources[i]) < rank(sources[best])) best = i;
-      }
-      pairs.emplace_back(sources[best], t);
-      sources.erase(sources.begin() + best);
-    }
-  }
-  std::sort(pairs.begin(), pairs.end());
-  return Collective::Permute(std::move(pairs));
-}
-
 absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats) {
@@ -499,6 +464,7 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
   if (stats != nullptr) {
     stats->states_settled = searcher.settled();
     stats->states_generated = searcher.generated();
+    stats->work = searcher.work();
   }
   if (steps.ok() && !steps->empty()) steps->back().type = to;
   return steps;
@@ -510,34 +476,11 @@ namespace reshard {
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
-  const int64_t n = mesh.num_devices();
-  const int64_t element_bytes = ElementBytes(to.element_type);
-  const int64_t target_elements = LocalElements(mesh, to);
-  int64_t worst = 0;  // Max over devices of elements it must still receive.
-  bool reduces = false;
-  for (const std::string& axis : from.partial) {
-    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) reduces = true;
-  }
-  if (reduces) {
-    worst = target_elements;
-  } else {
-    const std::vector<int64_t> from_local = LocalShape(mesh, from);
-    const std::vector<int64_t> to_local = LocalShape(mesh, to);
-    for (int64_t d = 0; d < n && worst < target_elements; ++d) {
-      std::vector<int64_t> from_offset = BlockOffset(mesh, from, d);
-      std::vector<int64_t> to_offset = BlockOffset(mesh, to, d);
-      int64_t held = 1;
-      for (int i = 0; i < to.rank(); ++i) {
-        int64_t lo = std::max(from_offset[i], to_offset[i]);
-        int64_t hi = std::min(from_offset[i] + from_local[i], to_offset[i] + to_local[i]);
-        held *= std::max<int64_t>(0, hi - lo);
-      }
-      worst = std::max(worst, target_elements - held);
-    }
-  }
+  const int64_t worst = internal::ComputeLowerBounds(mesh, from, to).max_lacking_elements;
   if (worst == 0) return 0;
   AxisCost fastest = model.Fastest(mesh);
-  return fastest.alpha_us + fastest.TransferUs(static_cast<double>(worst * element_bytes));
+  return fastest.alpha_us +
+         fastest.TransferUs(static_cast<double>(worst * ElementBytes(to.element_type)));
 }
 
 }  // namespace reshard

@@ -71,12 +71,25 @@ struct SearchOptions {
   // Time mode only: guide the search with TimeLowerBoundUs (A*). Off = plain Dijkstra; the
   // result's cost is the same, only the number of settled states differs.
   bool use_heuristic = true;
+  // The search gives up (ResourceExhausted) once its work exceeds this, or when a permute
+  // class (the types one permute reaches) has more than 16384 members. Units are calibrated
+  // to about a nanosecond: a device visited by a per-device computation (the heuristic and
+  // exact permute pricing visit every device) is 1, a type built (an edge, a permute class
+  // member) 256, a step of counting a permute's moved devices 16. Together with max_states
+  // this bounds the search's time and memory on any mesh up to kMaxDevices devices and on
+  // any number of axes.
+  int64_t max_work = int64_t{1} << 30;
+  // Whether permute steps of the result carry their pairs (MinimalPermute under cost_model).
+  // Callers that re-pair permutes anyway (Synthesize does) turn it off: building pairs visits
+  // every device.
+  bool fill_permute_pairs = true;
 };
 
 // What a search did, for callers that budget several searches.
 struct SearchStats {
   int64_t states_settled = 0;
   int64_t states_generated = 0;  // Distinct types entered into the queue.
+  int64_t work = 0;              // Units of SearchOptions::max_work spent.
 };
 
 // Finds a cheapest plan (total bytes received) from `from` to `to` within the bound.
@@ -84,7 +97,8 @@ struct SearchStats {
 // InvalidArgument: a type is invalid on mesh, element types or global shapes differ, or `to`
 // has a partial axis `from` lacks. NotFound: the search space was exhausted without
 // reaching `to` (no plan exists with the enabled collectives under the bound; `from` itself
-// above the bound also gives NotFound). ResourceExhausted: max_states were settled first.
+// above the bound also gives NotFound). ResourceExhausted: max_states were settled, or
+// max_work spent, first (the message says which).
 // When `stats` is not null it receives the search's statistics.
 absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const SearchOptions& options,

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "synth/baselines.h"
+#include "synth/placement.h"
 #include "synth/search.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
@@ -43,8 +44,18 @@ constexpr int64_t kMiddleStates = 4000;
 // tried most promising first, and once this is spent the rest are skipped, which bounds
 // latency on meshes with many axes.
 constexpr int64_t kMiddleBudget = 12000;
-// States the fallback search may settle before `normal` gives up with NotFound.
+// States the fallback search may settle before `normal` gives up.
 constexpr int64_t kFallbackStates = 200000;
+// Work units (SearchOptions::max_work: edges, enumerated types, devices visited) all middle
+// searches of one call may spend together, and the fallback search's and `optimal`'s own
+// budgets. They bound the time of a call on any mesh: on small meshes the state caps bind
+// first; on meshes with ~10^6 devices, where one pass over the devices costs milliseconds, these do.
+constexpr int64_t kMiddleWork = int64_t{1} << 26;
+constexpr int64_t kFallbackWork = int64_t{1} << 28;
+constexpr int64_t kOptimalWork = int64_t{1} << 30;
+// `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
+// Transfer (~150 bytes), and checking and pricing the step visit each one.
+constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
 
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
@@ -277,8 +288,49 @@ void EmitAscent(const DistType& to, const DistType& y, StepBuilder& builder) {
   }
 }
 
+// Total bytes received by `op` applied to `in` (result `out`), without visiting devices: a
+// permute delivers LocalBytes(in) to each device whose placement changes, which is what its
+// minimal pairs do, so permutes are priced from their types (their pairs are built once, when
+// the plan is final: PairPermutes).
+int64_t StepBytes(const Mesh& mesh, const DistType& in, const Collective& op,
+                  const DistType& out) {
+  switch (op.kind) {
+    case CollectiveKind::kCollectivePermute:
+      return internal::MovedDevices(mesh, in, out) * LocalBytes(mesh, in);
+    case CollectiveKind::kAllToAllV: {
+      int64_t total = 0;
+      for (int64_t d = 0; d < mesh.num_devices(); ++d) total += BytesReceived(mesh, in, op, d);
+      return total;
+    }
+    default:
+      return mesh.num_devices() * BytesReceived(mesh, in, op, 0);
+  }
+}
+
 int64_t TotalBytes(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps) {
-  return ComputeMetrics(mesh, from, steps).bytes_received_total;
+  int64_t total = 0;
+  const DistType* current = &from;
+  for (const Step& step : steps) {
+    total += StepBytes(mesh, *current, step.op, step.type);
+    current = &step.type;
+  }
+  return total;
+}
+
+// Modeled µs of `op` on `in` (result `out`). A permute without pairs is priced as the pairs
+// MinimalPermute picks under `model` would be; under a uniform model that is alpha + B/bw
+// whenever any device moves, with no pass over the devices.
+double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const DistType& out,
+              const CostModel& model) {
+  if (op.kind != CollectiveKind::kCollectivePermute || !op.source_target_pairs.empty()) {
+    return model.StepCostUs(mesh, in, op);
+  }
+  if (internal::MovedDevices(mesh, in, out) == 0) return 0;
+  if (internal::IsUniform(mesh, model)) {
+    const AxisCost cost = model.Axis(mesh.axes()[0].name);
+    return cost.alpha_us + cost.TransferUs(static_cast<double>(LocalBytes(mesh, in)));
+  }
+  return model.StepCostUs(mesh, in, MinimalPermute(mesh, in, out, &model));
 }
 
 int64_t AscentBytes(const Mesh& mesh, const DistType& to, const DistType& y) {
@@ -292,10 +344,26 @@ double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& s
   double us = 0;
   const DistType* current = &from;
   for (const Step& step : steps) {
-    us += model.StepCostUs(mesh, *current, step.op);
+    us += StepUs(mesh, *current, step.op, step.type, model);
     current = &step.type;
   }
   return us;
+}
+
+// What the middle searches of one call may still spend (kMiddleBudget, kMiddleWork).
+struct MiddleBudget {
+  int64_t states = kMiddleBudget;
+  int64_t work = kMiddleWork;
+};
+
+// TimeLowerBoundUs from precomputed bounds.
+double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
+                   const internal::LowerBounds& bounds) {
+  if (bounds.max_lacking_elements == 0) return 0;
+  const AxisCost fastest = model.Fastest(mesh);
+  return fastest.alpha_us +
+         fastest.TransferUs(
+             static_cast<double>(bounds.max_lacking_elements * ElementBytes(to.element_type)));
 }
 
 // One valley through the given descent and pre-gather type, or the status of its middle.
@@ -304,7 +372,7 @@ double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& s
 // that cannot match the best fails early. With `model` the middle minimises modeled time.
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
                                          const std::vector<Append>& appends, const DistType& y,
-                                         int64_t budget, int64_t& states_left,
+                                         int64_t budget, MiddleBudget& left,
                                          const CostModel* model, double budget_us) {
   StepBuilder builder(mesh, from);
   EmitDescent(appends, builder);
@@ -321,7 +389,11 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     SearchOptions options;
     options.max_local_bytes = LocalBytes(mesh, x);
     // Without any plan yet a candidate may exceed the shared budget.
-    options.max_states = states_left > 0 ? std::min(kMiddleStates, states_left) : kMiddleStates;
+    options.max_states = left.states > 0 ? std::min(kMiddleStates, left.states) : kMiddleStates;
+    // The work budget is never exceeded, plan or not: it is what bounds a call's time on
+    // huge meshes.
+    options.max_work = std::max<int64_t>(left.work, 0);
+    options.fill_permute_pairs = false;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
@@ -338,7 +410,8 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     }
     SearchStats stats;
     absl::StatusOr<std::vector<Step>> middle = SearchPlan(mesh, x, y, options, &stats);
-    states_left -= stats.states_settled;
+    left.states -= stats.states_settled;
+    left.work -= stats.work;
     if (!middle.ok()) return middle.status();
     builder.Append(*middle);
   }
@@ -348,8 +421,11 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
 
 // `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
 // mode; nullptr ranks by total bytes (the paper's objective).
+// `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
+// devices).
 absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
-                                                const DistType& to, const CostModel* model) {
+                                                const DistType& to, const CostModel* model,
+                                                const internal::LowerBounds& bounds) {
   if (from == to) return std::vector<Step>{};
 
   // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
@@ -384,7 +460,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
     }
   }
 
-  const int64_t lower_bound = LowerBoundBytesTotal(mesh, from, to);
+  const int64_t lower_bound = bounds.bytes_total;
   std::optional<std::vector<Step>> best;
   int64_t best_bytes = 0;
   double best_us = 0;
@@ -401,20 +477,21 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
-    consider({Step{MinimalPermute(mesh, from, to), to}});
+    consider({Step{Collective::Permute({}), to}});  // Paired once the plan is final.
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
-      model == nullptr ? 0.0 : RoundCostUs(TimeLowerBoundUs(mesh, *model, from, to));
-  int64_t states_left = kMiddleBudget;
+      model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
+  MiddleBudget left;
   for (const auto& [descent, y] : candidates) {
-    if (best && states_left <= 0) break;
+    if (best && left.states <= 0) break;
+    if (left.work <= 0) break;
     if (best && model == nullptr && best_bytes <= lower_bound) break;
     if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
     absl::StatusOr<std::vector<Step>> steps =
         Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               states_left, model,
+               left, model,
                best ? best_us : std::numeric_limits<double>::infinity());
     if (steps.ok()) consider(*std::move(steps));
   }
@@ -424,11 +501,13 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   SearchOptions options;
   options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
   options.max_states = kFallbackStates;
+  options.max_work = kFallbackWork;
+  options.fill_permute_pairs = false;
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
   if (absl::IsResourceExhausted(steps.status())) {
-    return absl::NotFoundError(absl::StrCat(
-        "no valley plan fits the divisibility constraints, and the exhaustive memory-bounded "
-        "search stopped at its cap: ",
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no valley plan was found (divisibility, or the middle searches' work budget on this ",
+        mesh.num_devices(), "-device mesh), and the exhaustive memory-bounded search gave up: ",
         steps.status().message()));
   }
   return steps;
@@ -442,12 +521,13 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
 absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
                                               const DistType& to,
                                               const CostModel* model = nullptr) {
-  absl::StatusOr<std::vector<Step>> bytes = NormalValleys(mesh, from, to, nullptr);
-  if (model == nullptr || !bytes.ok() ||
-      TotalBytes(mesh, from, *bytes) <= LowerBoundBytesTotal(mesh, from, to)) {
+  if (from == to) return std::vector<Step>{};
+  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  absl::StatusOr<std::vector<Step>> bytes = NormalValleys(mesh, from, to, nullptr, bounds);
+  if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
     return bytes;
   }
-  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model);
+  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model, bounds);
   if (!timed.ok()) return bytes;
   auto key = [&](const std::vector<Step>& steps) {
     return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),
@@ -495,7 +575,7 @@ double StepsCostUs(const Mesh& mesh, const DistType& from, const std::vector<Ste
   double us = 0;
   const DistType* current = &from;
   for (const Step& step : steps) {
-    us += model.StepCostUs(mesh, *current, step.op);
+    us += StepUs(mesh, *current, step.op, step.type, model);
     current = &step.type;
   }
   return us;
@@ -513,6 +593,8 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
   SearchOptions search;
   search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
   search.max_states = options.max_states;
+  search.max_work = kOptimalWork;
+  search.fill_permute_pairs = false;
   search.cost_model = TimeModel(options);
   // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
   std::optional<std::vector<Step>> normal;
@@ -609,12 +691,28 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     case Strategy::kGreedy:
       steps = internal::GreedySteps(mesh, from, to);
       break;
-    case Strategy::kDirect:
+    case Strategy::kDirect: {
+      const int64_t transfers = internal::DirectTransferCount(mesh, from, to);
+      if (transfers > kMaxDirectTransfers) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "strategy direct would build an all_to_all_v of ", transfers,
+            " transfers on this ", mesh.num_devices(), "-device mesh (limit ",
+            kMaxDirectTransfers, "); use strategy normal"));
+      }
       steps = internal::DirectSteps(mesh, from, to);
       break;
+    }
     case Strategy::kAuto: {
-      steps = internal::DirectSteps(mesh, from, to);
+      // Direct competes only when its exchange is small enough to build (see kDirect).
+      const bool direct_fits =
+          internal::DirectTransferCount(mesh, from, to) <= kMaxDirectTransfers;
       absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to, TimeModel(options));
+      if (!direct_fits) {
+        if (!normal.ok()) return normal.status();
+        steps = *std::move(normal);
+        break;
+      }
+      steps = internal::DirectSteps(mesh, from, to);
       if (normal.ok()) {
         PairPermutes(mesh, from, options.cost_model, *normal);
         // Direct only when strictly cheaper: normal keeps the memory bound.

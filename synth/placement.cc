@@ -1,0 +1,319 @@
+// placement.cc — block indices as linear functions of device coordinates (see placement.h),
+// and MinimalPermute (declared in synth/search.h) built on them.
+
+#include "synth/placement.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "synth/search.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+
+namespace reshard {
+namespace internal {
+namespace {
+
+// Below this device count MovedDevices simply walks the devices (cheaper than the count's
+// hash map for small meshes).
+constexpr int64_t kWalkDevices = 4096;
+// A placement held by more devices than this is paired in id order rather than by the
+// quadratic cheapest-link greedy of MinimalPermute (bounds its work on large meshes).
+constexpr size_t kGreedyPairingLimit = 64;
+
+bool Contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// How one mesh axis enters a linear index: accumulator `slot` (-1: not at all) grows by
+// `weight` per unit of the axis coordinate.
+struct Role {
+  int slot = -1;
+  int64_t weight = 0;
+};
+
+// Per mesh axis: its stride in the block index of its dimension (slot = dimension), or in the
+// summand index (slot = rank; partial axes in mesh order, the last one least significant).
+std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
+  std::vector<Role> roles(mesh.num_axes());
+  for (int i = 0; i < type.rank(); ++i) {
+    int64_t stride = 1;
+    const std::vector<std::string>& axes = type.dims[i].axes;
+    for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+      const int index = mesh.AxisIndex(*a);
+      roles[index] = Role{i, stride};
+      stride *= mesh.axes()[index].size;
+    }
+  }
+  int64_t stride = 1;
+  for (int a = mesh.num_axes() - 1; a >= 0; --a) {
+    if (Contains(type.partial, mesh.axes()[a].name)) {
+      roles[a] = Role{type.rank(), stride};
+      stride *= mesh.axes()[a].size;
+    }
+  }
+  return roles;
+}
+
+// Per mesh axis, its weight in the placement key ((b_0 * B_1 + b_1) * B_2 + ...) * S + summand
+// (B_i blocks of dimension i, S summands). Two types with the same local shape and partial
+// axes have the same B_i and S, so their keys agree exactly where the placements agree.
+std::vector<Role> KeyRoles(const Mesh& mesh, const DistType& type) {
+  std::vector<Role> roles = BlockRoles(mesh, type);
+  const int rank = type.rank();
+  std::vector<int64_t> scale(rank + 1, 1);
+  int64_t factor = 1;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    if (roles[a].slot == rank) factor *= mesh.axes()[a].size;
+  }
+  for (int i = rank - 1; i >= 0; --i) {
+    scale[i] = factor;
+    factor *= mesh.GroupSize(type.dims[i].axes);
+  }
+  for (Role& role : roles) {
+    if (role.slot >= 0) role = Role{0, role.weight * scale[role.slot]};
+  }
+  return roles;
+}
+
+// Number of placement keys (blocks times summands) of a valid type.
+int64_t NumKeys(const Mesh& mesh, const DistType& type) {
+  int64_t keys = NumSummands(mesh, type);
+  for (const Dim& dim : type.dims) keys *= mesh.GroupSize(dim.axes);
+  return keys;
+}
+
+// Visits every device in id order. Before visit(d), acc_a[s] (acc_b[s]) holds the sum of
+// coord_axis(d) * weight over the axes whose role in `a` (`b`) has slot s: an odometer over
+// the coordinates updates the sums, so no device id is decomposed.
+template <typename Visit>
+void WalkDevices(const Mesh& mesh, const std::vector<Role>& a, std::vector<int64_t>& acc_a,
+                 const std::vector<Role>& b, std::vector<int64_t>& acc_b, Visit visit) {
+  const int k = mesh.num_axes();
+  std::vector<int64_t> size(k), coord(k, 0);
+  for (int i = 0; i < k; ++i) size[i] = mesh.axes()[i].size;
+  std::fill(acc_a.begin(), acc_a.end(), 0);
+  std::fill(acc_b.begin(), acc_b.end(), 0);
+  const int64_t n = mesh.num_devices();
+  for (int64_t d = 0; d < n; ++d) {
+    visit(d);
+    for (int i = k - 1; i >= 0; --i) {
+      if (++coord[i] < size[i]) {
+        if (a[i].slot >= 0) acc_a[a[i].slot] += a[i].weight;
+        if (b[i].slot >= 0) acc_b[b[i].slot] += b[i].weight;
+        break;
+      }
+      coord[i] = 0;
+      if (a[i].slot >= 0) acc_a[a[i].slot] -= a[i].weight * (size[i] - 1);
+      if (b[i].slot >= 0) acc_b[b[i].slot] -= b[i].weight * (size[i] - 1);
+    }
+  }
+}
+
+int64_t Saturate(__int128 value) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return value > kMax ? kMax : static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
+  const std::vector<Role> key_in = KeyRoles(mesh, in);
+  const std::vector<Role> key_out = KeyRoles(mesh, out);
+  const int64_t n = mesh.num_devices();
+  if (n <= kWalkDevices) {
+    std::vector<int64_t> acc_in(1), acc_out(1);
+    int64_t moved = 0;
+    WalkDevices(mesh, key_in, acc_in, key_out, acc_out,
+                [&](int64_t) { moved += acc_in[0] != acc_out[0]; });
+    if (work != nullptr) *work = n;
+    return moved;
+  }
+  // A device keeps its placement iff sum_a coord_a * (w_in[a] - w_out[a]) == 0. Count the
+  // solutions: axes with equal weights are free; the others are enumerated by dynamic
+  // programming over the partial sums (pruned to those the remaining axes can still bring
+  // back to 0), and the largest axis is solved for directly at the end.
+  struct Term {
+    int64_t diff;
+    int64_t size;
+  };
+  int64_t free_devices = 1;
+  std::vector<Term> terms;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    const int64_t diff = key_in[a].weight - key_out[a].weight;
+    const int64_t size = mesh.axes()[a].size;
+    if (diff == 0 || size == 1) {
+      free_devices *= size;
+    } else {
+      terms.push_back(Term{diff, size});
+    }
+  }
+  if (work != nullptr) *work = mesh.num_axes();
+  if (terms.empty()) return 0;
+  auto largest = std::max_element(terms.begin(), terms.end(),
+                                   [](const Term& x, const Term& y) { return x.size < y.size; });
+  std::iter_swap(largest, terms.end() - 1);
+  std::sort(terms.begin(), terms.end() - 1, [](const Term& x, const Term& y) {
+    return std::abs(x.diff) * (x.size - 1) > std::abs(y.diff) * (y.size - 1);
+  });
+  const size_t m = terms.size();
+  std::vector<int64_t> rest_min(m + 1, 0), rest_max(m + 1, 0);
+  for (size_t k = m; k-- > 0;) {
+    const int64_t span = terms[k].diff * (terms[k].size - 1);
+    rest_min[k] = rest_min[k + 1] + std::min<int64_t>(0, span);
+    rest_max[k] = rest_max[k + 1] + std::max<int64_t>(0, span);
+  }
+  absl::flat_hash_map<int64_t, int64_t> sums = {{0, 1}}, next;
+  for (size_t k = 0; k + 1 < m; ++k) {
+    next.clear();
+    if (work != nullptr) *work += static_cast<int64_t>(sums.size()) * terms[k].size;
+    for (const auto& [sum, count] : sums) {
+      for (int64_t c = 0; c < terms[k].size; ++c) {
+        const int64_t v = sum + c * terms[k].diff;
+        if (v + rest_min[k + 1] > 0 || v + rest_max[k + 1] < 0) continue;
+        next[v] += count;
+      }
+    }
+    std::swap(sums, next);
+  }
+  const Term& last = terms.back();
+  int64_t kept = 0;
+  for (const auto& [sum, count] : sums) {
+    if ((-sum) % last.diff != 0) continue;
+    const int64_t c = -sum / last.diff;
+    if (c >= 0 && c < last.size) kept += count;
+  }
+  return n - kept * free_devices;
+}
+
+LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
+  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(to.element_type);
+  const int64_t target_elements = LocalElements(mesh, to);
+  for (const std::string& axis : from.partial) {
+    // A size-1 partial axis sums a single summand: devices already hold the value.
+    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
+      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
+                         target_elements};
+    }
+  }
+  const int rank = to.rank();
+  const std::vector<int64_t> from_local = LocalShape(mesh, from);
+  const std::vector<int64_t> to_local = LocalShape(mesh, to);
+  std::vector<int64_t> from_block(rank + 1), to_block(rank + 1);
+  __int128 total = 0;
+  int64_t worst = 0;
+  WalkDevices(mesh, BlockRoles(mesh, from), from_block, BlockRoles(mesh, to), to_block,
+              [&](int64_t) {
+                int64_t held = 1;
+                for (int i = 0; i < rank && held > 0; ++i) {
+                  const int64_t f = from_block[i] * from_local[i];
+                  const int64_t t = to_block[i] * to_local[i];
+                  const int64_t lo = std::max(f, t);
+                  const int64_t hi = std::min(f + from_local[i], t + to_local[i]);
+                  held *= std::max<int64_t>(0, hi - lo);
+                }
+                total += target_elements - held;
+                worst = std::max(worst, target_elements - held);
+              });
+  return LowerBounds{Saturate(total * element_bytes), worst};
+}
+
+bool IsUniform(const Mesh& mesh, const CostModel& model) {
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;
+  }
+  return true;
+}
+
+}  // namespace internal
+
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
+                          const CostModel* cost_model) {
+  RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
+                PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
+      << ToString(in) << " -> " << ToString(out);
+  using internal::Role;
+  const std::vector<Role> key_in = internal::KeyRoles(mesh, in);
+  const std::vector<Role> key_out = internal::KeyRoles(mesh, out);
+  // Devices that must change, in id order, with what they hold and what they need.
+  std::vector<int64_t> changed, have, need;
+  std::vector<int64_t> acc_in(1), acc_out(1);
+  internal::WalkDevices(mesh, key_in, acc_in, key_out, acc_out, [&](int64_t d) {
+    if (acc_in[0] == acc_out[0]) return;
+    changed.push_back(d);
+    have.push_back(acc_in[0]);
+    need.push_back(acc_out[0]);
+  });
+  // Counting sort by key (stable, so each key's holders and needers stay in id order).
+  const int64_t num_keys = internal::NumKeys(mesh, in);
+  std::vector<int64_t> hold_start(num_keys + 1, 0), need_start(num_keys + 1, 0);
+  for (size_t i = 0; i < changed.size(); ++i) {
+    ++hold_start[have[i] + 1];
+    ++need_start[need[i] + 1];
+  }
+  for (int64_t k = 0; k < num_keys; ++k) {
+    hold_start[k + 1] += hold_start[k];
+    need_start[k + 1] += need_start[k];
+  }
+  std::vector<int64_t> holders(changed.size()), needers(changed.size());
+  {
+    std::vector<int64_t> hold_next(hold_start.begin(), hold_start.end() - 1);
+    std::vector<int64_t> need_next(need_start.begin(), need_start.end() - 1);
+    for (size_t i = 0; i < changed.size(); ++i) {
+      holders[hold_next[have[i]]++] = changed[i];
+      needers[need_next[need[i]]++] = changed[i];
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(changed.size());
+  std::vector<int64_t> sources;
+  for (int64_t key = 0; key < num_keys; ++key) {
+    const int64_t h0 = hold_start[key], h1 = hold_start[key + 1];
+    const int64_t n0 = need_start[key], n1 = need_start[key + 1];
+    RESHARD_CHECK(h1 - h0 == n1 - n0)
+        << "unbalanced permute " << ToString(in) << " -> " << ToString(out);
+    const size_t count = static_cast<size_t>(h1 - h0);
+    if (count == 0) continue;
+    if (cost_model == nullptr || count == 1 || count > internal::kGreedyPairingLimit) {
+      for (size_t i = 0; i < count; ++i) pairs.emplace_back(holders[h0 + i], needers[n0 + i]);
+      continue;
+    }
+    // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link
+    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id).
+    sources.assign(holders.begin() + h0, holders.begin() + h1);
+    for (int64_t j = n0; j < n1; ++j) {
+      const int64_t t = needers[j];
+      auto rank = [&](int64_t source) {
+        AxisCost c = cost_model->Between(mesh, source, t);
+        int differing = 0;
+        for (int64_t a = source, b = t, i = mesh.num_axes() - 1; i >= 0; --i) {
+          differing += a % mesh.axes()[i].size != b % mesh.axes()[i].size;
+          a /= mesh.axes()[i].size;
+          b /= mesh.axes()[i].size;
+        }
+        return std::make_tuple(c.alpha_us, -c.gbps, differing);
+      };
+      size_t best = 0;
+      for (size_t i = 1; i < sources.size(); ++i) {
+        if (rank(sources[i]) < rank(sources[best])) best = i;
+      }
+      pairs.emplace_back(sources[best], t);
+      sources.erase(sources.begin() + best);
+    }
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return Collective::Permute(std::move(pairs));
+}
+
+}  // namespace reshard

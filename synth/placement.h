@@ -1,0 +1,49 @@
+// placement.h — per-device quantities of distributed types without per-device allocations
+// (internal to synth/).
+//
+// A device's block index in dimension i is a mixed-radix number of its coordinates, so it is a
+// linear function of the coordinates: block_i(d) = sum over the axes a of dimension i of
+// coord_a(d) * stride_i(a). The same holds for the summand index and for the placement key
+// (block indices and summand packed into one integer). The helpers here exploit that:
+// MovedDevices counts the devices a permute must move without visiting the devices (a count
+// of solutions of one linear equation over the coordinates), and the per-device loops that
+// remain (pairs of a permute, the lower bounds) walk the devices with an odometer that updates
+// the indices incrementally instead of decomposing every device id.
+//
+//   int64_t moved = internal::MovedDevices(mesh, in, out);   // in, out: same local shape
+//   internal::LowerBounds lb = internal::ComputeLowerBounds(mesh, from, to);
+#ifndef RESHARD_SYNTH_PLACEMENT_H_
+#define RESHARD_SYNTH_PLACEMENT_H_
+
+#include <cstdint>
+
+#include "typesys/cost_model.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+
+namespace reshard::internal {
+
+// Number of devices whose block (all dimensions) or summand differs between `in` and `out`:
+// the targets of the minimal permute from `in` to `out`. Both valid on mesh with the same
+// element type, global shape, partial axes and local shape. Cost: a count over the
+// coordinates of the axes whose role differs, at most O(devices) and usually far less
+// (e.g. 1024 steps for a transpose on a 1024x1024 mesh). When `work` is not null it receives
+// the number of steps taken, for callers that budget their work.
+int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out,
+                     int64_t* work = nullptr);
+
+// The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
+// lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.
+struct LowerBounds {
+  int64_t bytes_total = 0;            // == LowerBoundBytesTotal(mesh, from, to).
+  int64_t max_lacking_elements = 0;   // Max over devices of target elements not yet held.
+};
+LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// True when every mesh axis has the same cost: then a permute costs alpha + B/bw whatever
+// pairs it uses, and its price needs no pairs.
+bool IsUniform(const Mesh& mesh, const CostModel& model);
+
+}  // namespace reshard::internal
+
+#endif  // RESHARD_SYNTH_PLACEMENT_H_
