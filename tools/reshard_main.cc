@@ -33,6 +33,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "tools/verify_command.h"
 
 #ifndef RESHARD_VERSION
 #define RESHARD_VERSION "unknown"
@@ -561,6 +562,9 @@ int PrintIntro() {
       << "              [--json]\n"
       << "      Execute the plan on the reference interpreter with real data and check every\n"
       << "      device; --plan - reads `reshard plan --json` output from stdin.\n"
+      << "  reshard verify (--mesh M --from T --to T [--strategy S] | --plan FILE) [--json]\n"
+      << "  reshard verify --suite FILE --report DIR\n"
+      << "      Prove the plan correct with Z3 (exit 0 proved, 1 refuted, 3 unknown).\n"
       << "  reshard <command> --help\n\n"
       << kSyntax << "\n"
       << "Strategies: " << StrategyList() << " (default normal).\n"
@@ -621,10 +625,15 @@ int Main(int argc, char** argv) {
   run->footer(
       absl::StrCat(kSyntax, "\nExit codes: 0 correct, 1 wrong data or metrics, 2 bad input."));
 
+  VerifyFlags verify_flags;  // `reshard verify` lives in tools/verify_command.cc (proofs/).
+  CLI::App* verify = AddVerifyCommand(app, verify_flags);
+
   // CLI11 would only say "A subcommand is required" for a mistyped command.
-  if (std::string first = argv[1];
-      !first.empty() && first[0] != '-' && !plan->check_name(first) && !run->check_name(first)) {
-    return ReportError(absl::StrCat("unknown command '", first, "' (expected plan or run)"));
+  if (std::string first = argv[1]; !first.empty() && first[0] != '-' &&
+                                   !plan->check_name(first) && !run->check_name(first) &&
+                                   !verify->check_name(first)) {
+    return ReportError(
+        absl::StrCat("unknown command '", first, "' (expected plan, run or verify)"));
   }
   try {
     app.parse(argc, argv);
@@ -635,6 +644,7 @@ int Main(int argc, char** argv) {
   }
   if (plan->parsed()) return RunPlanCommand(plan_flags);
   if (run->parsed()) return RunRunCommand(run_flags);
+  if (verify->parsed()) return RunVerifyCommand(verify_flags);
   return ReportError("no command given; run `reshard` for usage");
 }
 

@@ -1,0 +1,667 @@
+// Translation validation of a plan (see plan_certificate.h and docs/proofs.md).
+//
+// Encoding. A *term* is a symbolic (device coordinates, local index) pair: "the element at this
+// local index of this device's buffer". The walk starts from one term — symbolic coordinates
+// c_a ∈ [0,|a|) and a symbolic target local index l — and rewrites it through each step's
+// backward index map, from the last step to the first. Reductions turn one term into k terms
+// (one per group member, enumerated concretely), so after the walk the target element is the
+// sum of the terms' source elements. All arithmetic is linear integer arithmetic: group
+// indices are mixed-radix sums with constant strides, and div/mod are only by constants (the
+// concrete local sizes propagated forward from the source).
+#include "proofs/plan_certificate.h"
+
+#include <z3++.h>
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+
+namespace reshard {
+namespace {
+
+// Beyond this many terms per element the certificate gives up (kError): correct plans have at
+// most one term per source summand, so only wildly wrong plans get here.
+constexpr int64_t kMaxTerms = 4096;
+
+using Exprs = std::vector<z3::expr>;
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+std::string StepName(size_t index, const Collective& op) {
+  std::string text = ToString(op);
+  if (text.size() > 160) text = absl::StrCat(text.substr(0, 157), "...");
+  return absl::StrCat(index + 1, " (", text, ")");
+}
+
+// Mesh axes of a collective, resolved to mesh indices, with mixed-radix strides (first axis
+// most significant) — the group order of Mesh::Group.
+struct Axes {
+  std::vector<int> index;
+  std::vector<int64_t> size;
+  std::vector<int64_t> stride;
+  int64_t k = 1;  // Group size.
+};
+
+Axes Resolve(const Mesh& mesh, const std::vector<std::string>& names) {
+  Axes axes;
+  for (const std::string& name : names) {
+    int a = mesh.AxisIndex(name);
+    axes.index.push_back(a);
+    axes.size.push_back(mesh.axes()[a].size);
+  }
+  axes.stride.assign(names.size(), 1);
+  for (int j = static_cast<int>(names.size()) - 2; j >= 0; --j) {
+    axes.stride[j] = axes.stride[j + 1] * axes.size[j + 1];
+  }
+  for (int64_t s : axes.size) axes.k *= s;
+  return axes;
+}
+
+Axes AllAxes(const Mesh& mesh) {
+  std::vector<std::string> names;
+  for (const MeshAxis& a : mesh.axes()) names.push_back(a.name);
+  return Resolve(mesh, names);
+}
+
+// g(c): the mixed-radix index of coordinates `coords` over `axes`.
+z3::expr MixedRadix(z3::context& ctx, const Exprs& coords, const Axes& axes) {
+  z3::expr sum = ctx.int_val(0);
+  for (size_t j = 0; j < axes.index.size(); ++j) {
+    sum = sum + coords[axes.index[j]] * ctx.int_val(axes.stride[j]);
+  }
+  return sum.simplify();
+}
+
+// Coordinates over `axes` := the digits of the symbolic member index p.
+void SetDigits(Exprs& coords, const Axes& axes, const z3::expr& p) {
+  z3::context& ctx = p.ctx();
+  for (size_t j = 0; j < axes.index.size(); ++j) {
+    coords[axes.index[j]] = z3::mod(p / ctx.int_val(axes.stride[j]), ctx.int_val(axes.size[j]));
+  }
+}
+
+// Coordinates over `axes` := the digits of the concrete member index m.
+void SetDigits(z3::context& ctx, Exprs& coords, const Axes& axes, int64_t m) {
+  for (size_t j = 0; j < axes.index.size(); ++j) {
+    coords[axes.index[j]] = ctx.int_val((m / axes.stride[j]) % axes.size[j]);
+  }
+}
+
+// --- Forward shape propagation: the interpreter's preconditions, on shapes. ---
+
+absl::Status CheckMeshAxes(const Mesh& mesh, const Collective& op) {
+  if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
+  for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
+    if (!mesh.HasAxis(op.mesh_axes[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("mesh_axes names '", op.mesh_axes[i],
+                                                     "', which is not an axis of ",
+                                                     mesh.ToString()));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (op.mesh_axes[j] == op.mesh_axes[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("mesh_axes names '", op.mesh_axes[i], "' twice"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAttributes(const Collective& op, bool uses_dim, bool uses_split, bool uses_pairs) {
+  if (!uses_dim && op.dim != -1) {
+    return absl::InvalidArgumentError(absl::StrCat("takes no dimension, but dim is ", op.dim));
+  }
+  if (!uses_split && op.split_dim != -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("takes no split_axis, but split_dim is ", op.split_dim));
+  }
+  if (!uses_pairs && !op.source_target_pairs.empty()) {
+    return absl::InvalidArgumentError("takes no source_target_pairs");
+  }
+  if (uses_pairs && !op.mesh_axes.empty()) {
+    return absl::InvalidArgumentError("takes no mesh_axes");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDim(int64_t dim, const char* attribute, const std::vector<int64_t>& shape) {
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(attribute, " ", dim,
+                                                   " is out of range for local shape ",
+                                                   ShapeString(shape)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDivisible(int64_t dim, int64_t k, const char* attribute,
+                            const std::vector<int64_t>& shape) {
+  if (shape[dim] % k != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(attribute, " ", dim, ": size ", shape[dim],
+                                                   " of local shape ", ShapeString(shape),
+                                                   " is not divisible by the group size ", k));
+  }
+  return absl::OkStatus();
+}
+
+// The local shape after `op` on buffers of shape `in`, or why `op` cannot execute.
+absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collective& op,
+                                               std::vector<int64_t> shape) {
+  auto axes_k = [&]() { return mesh.GroupSize(op.mesh_axes); };
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice:
+    case CollectiveKind::kReduceScatter: {
+      const char* attr = op.kind == CollectiveKind::kAllSlice ? "slice_axis" : "scatter_axis";
+      if (absl::Status s = CheckAttributes(op, true, false, false); !s.ok()) return s;
+      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+      if (absl::Status s = CheckDim(op.dim, attr, shape); !s.ok()) return s;
+      if (absl::Status s = CheckDivisible(op.dim, axes_k(), attr, shape); !s.ok()) return s;
+      shape[op.dim] /= axes_k();
+      return shape;
+    }
+    case CollectiveKind::kAllGather: {
+      if (absl::Status s = CheckAttributes(op, true, false, false); !s.ok()) return s;
+      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+      if (absl::Status s = CheckDim(op.dim, "gather_axis", shape); !s.ok()) return s;
+      if (shape[op.dim] > (int64_t{1} << 40) / axes_k()) {
+        return absl::InvalidArgumentError("all_gather result too large");
+      }
+      shape[op.dim] *= axes_k();
+      return shape;
+    }
+    case CollectiveKind::kAllToAll: {
+      if (absl::Status s = CheckAttributes(op, true, true, false); !s.ok()) return s;
+      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+      if (absl::Status s = CheckDim(op.dim, "concat_axis", shape); !s.ok()) return s;
+      if (absl::Status s = CheckDim(op.split_dim, "split_axis", shape); !s.ok()) return s;
+      if (absl::Status s = CheckDivisible(op.split_dim, axes_k(), "split_axis", shape); !s.ok()) {
+        return s;
+      }
+      shape[op.split_dim] /= axes_k();
+      shape[op.dim] *= axes_k();
+      return shape;
+    }
+    case CollectiveKind::kAllReduce: {
+      if (absl::Status s = CheckAttributes(op, false, false, false); !s.ok()) return s;
+      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+      return shape;
+    }
+    case CollectiveKind::kCollectivePermute: {
+      if (absl::Status s = CheckAttributes(op, false, false, true); !s.ok()) return s;
+      std::vector<bool> is_source(mesh.num_devices(), false);
+      std::vector<bool> is_target(mesh.num_devices(), false);
+      for (const auto& [source, target] : op.source_target_pairs) {
+        for (int64_t device : {source, target}) {
+          if (device < 0 || device >= mesh.num_devices()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("source_target_pairs names device ", device, ", but mesh ",
+                             mesh.ToString(), " has devices 0..", mesh.num_devices() - 1));
+          }
+        }
+        if (is_source[source]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("source_target_pairs uses device ", source, " twice as a source"));
+        }
+        if (is_target[target]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("source_target_pairs uses device ", target, " twice as a target"));
+        }
+        is_source[source] = is_target[target] = true;
+      }
+      return shape;
+    }
+    default:
+      break;
+  }
+  return absl::UnimplementedError(absl::StrCat("the certificate does not model ",
+                                               Absl(CollectiveName(op.kind)), " yet"));
+}
+
+// --- The backward walk. ---
+
+struct Term {
+  Exprs coords;  // One per mesh axis.
+  Exprs local;   // One per dimension.
+  // (coords, local) at each step boundary, from the target (first) back to the source.
+  std::vector<std::pair<Exprs, Exprs>> path;
+};
+
+// Rewrites `terms` (values after `op`) into the terms they read before `op`.
+std::vector<Term> StepBack(const Mesh& mesh, z3::context& ctx, const Collective& op,
+                           const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                           std::vector<Term> terms) {
+  std::vector<Term> result;
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice: {
+      Axes axes = Resolve(mesh, op.mesh_axes);
+      for (Term& t : terms) {
+        z3::expr g = MixedRadix(ctx, t.coords, axes);
+        t.local[op.dim] = g * ctx.int_val(out[op.dim]) + t.local[op.dim];
+        result.push_back(std::move(t));
+      }
+      break;
+    }
+    case CollectiveKind::kAllGather: {
+      Axes axes = Resolve(mesh, op.mesh_axes);
+      z3::expr size = ctx.int_val(in[op.dim]);
+      for (Term& t : terms) {
+        z3::expr p = t.local[op.dim] / size;
+        t.local[op.dim] = z3::mod(t.local[op.dim], size);
+        SetDigits(t.coords, axes, p);
+        result.push_back(std::move(t));
+      }
+      break;
+    }
+    case CollectiveKind::kAllToAll: {
+      // Pieces: the input split k ways along split_axis; the output concatenates the k pieces
+      // it receives along concat_axis (also right when the two axes coincide).
+      Axes axes = Resolve(mesh, op.mesh_axes);
+      std::vector<int64_t> piece = in;
+      piece[op.split_dim] /= axes.k;
+      const int64_t i = op.dim, j = op.split_dim;
+      for (Term& t : terms) {
+        z3::expr g = MixedRadix(ctx, t.coords, axes);  // The receiver's index: which piece.
+        z3::expr p = t.local[i] / ctx.int_val(piece[i]);  // The sender.
+        t.local[i] = z3::mod(t.local[i], ctx.int_val(piece[i]));
+        t.local[j] = g * ctx.int_val(piece[j]) + t.local[j];
+        SetDigits(t.coords, axes, p);
+        result.push_back(std::move(t));
+      }
+      break;
+    }
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduceScatter: {
+      Axes axes = Resolve(mesh, op.mesh_axes);
+      for (Term& t : terms) {
+        if (op.kind == CollectiveKind::kReduceScatter) {
+          z3::expr g = MixedRadix(ctx, t.coords, axes);
+          t.local[op.dim] = g * ctx.int_val(out[op.dim]) + t.local[op.dim];
+        }
+        for (int64_t m = 0; m < axes.k; ++m) {
+          Term member = t;
+          SetDigits(ctx, member.coords, axes, m);
+          result.push_back(std::move(member));
+        }
+      }
+      break;
+    }
+    case CollectiveKind::kCollectivePermute: {
+      Axes all = AllAxes(mesh);
+      for (Term& t : terms) {
+        z3::expr linear = MixedRadix(ctx, t.coords, all);
+        Exprs source = t.coords;  // Devices that are no target keep their own buffer.
+        for (auto it = op.source_target_pairs.rbegin(); it != op.source_target_pairs.rend();
+             ++it) {
+          z3::expr is_target = linear == ctx.int_val(it->second);
+          std::vector<int64_t> s = mesh.Coordinates(it->first);
+          for (int a = 0; a < mesh.num_axes(); ++a) {
+            source[a] = z3::ite(is_target, ctx.int_val(s[a]), source[a]);
+          }
+        }
+        t.coords = std::move(source);
+        result.push_back(std::move(t));
+      }
+      break;
+    }
+    default:
+      RESHARD_CHECK(false) << "Propagate admits only modelled kinds";
+  }
+  return result;
+}
+
+// Walks `steps` backwards from (coords, local) at the target. shapes[s] is the local shape
+// before step s (shapes.size() == steps.size() + 1).
+std::vector<Term> Walk(const Mesh& mesh, z3::context& ctx, const std::vector<Step>& steps,
+                       const std::vector<std::vector<int64_t>>& shapes, Exprs coords,
+                       Exprs local) {
+  std::vector<Term> terms(1, Term{coords, local, {}});
+  terms[0].path.emplace_back(coords, local);
+  for (size_t s = steps.size(); s-- > 0;) {
+    terms = StepBack(mesh, ctx, steps[s].op, shapes[s], shapes[s + 1], std::move(terms));
+    for (Term& t : terms) t.path.emplace_back(t.coords, t.local);
+  }
+  for (Term& t : terms) std::reverse(t.path.begin(), t.path.end());
+  return terms;
+}
+
+// Block index · local size + local index, per dimension, for type `type` at `coords`.
+Exprs GlobalIndex(const Mesh& mesh, z3::context& ctx, const DistType& type,
+                  const std::vector<int64_t>& local_shape, const Exprs& coords,
+                  const Exprs& local) {
+  Exprs global;
+  for (int i = 0; i < type.rank(); ++i) {
+    z3::expr block = MixedRadix(ctx, coords, Resolve(mesh, type.dims[i].axes));
+    global.push_back(block * ctx.int_val(local_shape[i]) + local[i]);
+  }
+  return global;
+}
+
+int64_t Eval(const z3::model& model, const z3::expr& e) {
+  return model.eval(e, /*model_completion=*/true).get_numeral_int64();
+}
+
+std::vector<int64_t> Eval(const z3::model& model, const Exprs& exprs) {
+  std::vector<int64_t> values;
+  for (const z3::expr& e : exprs) values.push_back(Eval(model, e));
+  return values;
+}
+
+std::string CoordinatesString(const Mesh& mesh, const std::vector<int64_t>& coords) {
+  std::vector<std::string> parts;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    parts.push_back(absl::StrCat(mesh.axes()[a].name, "=", coords[a]));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+// The first step whose declared type disagrees with the data along `path` (device and local
+// index at each boundary, evaluated) for an element whose true global index is `actual`.
+std::pair<std::string, std::string> FirstDisagreement(
+    const Mesh& mesh, const std::vector<Step>& steps,
+    const std::vector<std::vector<int64_t>>& shapes,
+    const std::vector<std::pair<int64_t, std::vector<int64_t>>>& path,
+    const std::vector<int64_t>& actual) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const DistType& declared = steps[s].type;
+    const auto& [device, local] = path[s + 1];
+    std::string why;
+    if (!Validate(mesh, declared).ok()) {
+      why = "is not valid on the mesh";
+    } else if (LocalShape(mesh, declared) != shapes[s + 1]) {
+      why = absl::StrCat("declares local shape ", ShapeString(LocalShape(mesh, declared)),
+                         " but the buffers have ", ShapeString(shapes[s + 1]));
+    } else {
+      std::vector<int64_t> expected = BlockOffset(mesh, declared, device);
+      for (size_t i = 0; i < expected.size(); ++i) expected[i] += local[i];
+      if (expected != actual) {
+        why = absl::StrCat("assigns device ", device, " local index ", ShapeString(local),
+                           " global element ", ShapeString(expected), ", but it holds ",
+                           ShapeString(actual));
+      }
+    }
+    if (!why.empty()) {
+      return {StepName(s, steps[s].op), absl::StrCat(ToString(declared), " ", why)};
+    }
+  }
+  return {"none", "every declared type agrees along this path; the plan's result is not the "
+                  "target"};
+}
+
+absl::Status CheckInputs(const Mesh& mesh, const DistType& source, const DistType& target) {
+  if (mesh.num_axes() == 0) return absl::InvalidArgumentError("the mesh has no axes");
+  if (absl::Status s = Validate(mesh, source); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid source: ", s.message()));
+  }
+  if (absl::Status s = Validate(mesh, target); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid target: ", s.message()));
+  }
+  if (source.element_type != target.element_type || source.rank() != target.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("source ", ToString(source), " and target ",
+                                                   ToString(target),
+                                                   " differ in element type or rank"));
+  }
+  for (int i = 0; i < source.rank(); ++i) {
+    if (source.dims[i].size != target.dims[i].size) {
+      return absl::InvalidArgumentError(absl::StrCat("source ", ToString(source), " and target ",
+                                                     ToString(target), " differ in dimension ",
+                                                     i, "'s global size"));
+    }
+  }
+  for (const std::string& axis : target.partial) {
+    if (AxisUse(source, axis) != kPartial) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target ", ToString(target), " is partial over '", axis, "' but source ",
+          ToString(source), " is not: no collective creates a pending sum"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+constexpr char kStatement[] =
+    "for every device d and every local index l of the target, the element d holds at l after "
+    "the plan is the target's global element BlockOffset(target, d) + l, and (for partial "
+    "sources) the values of each target partial group sum every source summand exactly once";
+
+}  // namespace
+
+absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& source,
+                                            const DistType& target, const std::vector<Step>& steps,
+                                            const ProveOptions& options) {
+  if (absl::Status s = CheckInputs(mesh, source, target); !s.ok()) return s;
+  PlanCertificate cert;
+  cert.obligation.name = kPlanCorrectnessObligation;
+  cert.obligation.statement = kStatement;
+
+  // Forward: the shapes the buffers really have.
+  cert.local_shapes.push_back(LocalShape(mesh, source));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    absl::StatusOr<std::vector<int64_t>> next = Propagate(mesh, steps[s].op,
+                                                          cert.local_shapes.back());
+    if (!next.ok()) {
+      cert.obligation.status = ObligationStatus::kError;
+      cert.obligation.message = absl::StrCat("cannot execute: step ", StepName(s, steps[s].op),
+                                             ": ", next.status().message());
+      return cert;
+    }
+    cert.local_shapes.push_back(*std::move(next));
+  }
+  const std::vector<int64_t>& final_shape = cert.local_shapes.back();
+  const std::vector<int64_t> target_shape = LocalShape(mesh, target);
+  if (final_shape != target_shape) {
+    std::vector<std::pair<int64_t, std::vector<int64_t>>> path;
+    cert.obligation.status = ObligationStatus::kRefuted;
+    Counterexample cex;
+    cex.text = absl::StrCat("every device ends with local shape ", ShapeString(final_shape),
+                            ", but the target's local shape is ", ShapeString(target_shape));
+    cex.fields = {{"kind", "local_shape"},
+                  {"device", "0"},
+                  {"coordinates", CoordinatesString(mesh, mesh.Coordinates(0))},
+                  {"actual_local_shape", ShapeString(final_shape)},
+                  {"expected_local_shape", ShapeString(target_shape)}};
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const DistType& declared = steps[s].type;
+      if (!Validate(mesh, declared).ok() ||
+          LocalShape(mesh, declared) != cert.local_shapes[s + 1]) {
+        cex.fields.emplace_back("first_disagreeing_step", StepName(s, steps[s].op));
+        cex.fields.emplace_back("declared_type", ToString(declared));
+        break;
+      }
+    }
+    cert.obligation.counterexample = std::move(cex);
+    return cert;
+  }
+
+  // Partial axes: Q kept (partial in both), R reduced (partial only in the source).
+  std::vector<std::string> source_partial = PartialInMeshOrder(mesh, source);
+  std::vector<int> kept, all_partial;
+  int64_t reduced_size = 1;
+  for (const std::string& axis : source_partial) {
+    int a = mesh.AxisIndex(axis);
+    all_partial.push_back(a);
+    if (AxisUse(target, axis) == kPartial) {
+      kept.push_back(a);
+    } else {
+      reduced_size *= mesh.axes()[a].size;
+    }
+  }
+  Axes partial_axes = Resolve(mesh, source_partial);
+
+  try {
+    z3::context ctx;
+    const int n_axes = mesh.num_axes();
+    Exprs coords, local;
+    std::vector<z3::expr> domain;
+    for (int a = 0; a < n_axes; ++a) {
+      coords.push_back(ctx.int_const(absl::StrCat("c_", mesh.axes()[a].name).c_str()));
+      domain.push_back(coords[a] >= 0 && coords[a] < ctx.int_val(mesh.axes()[a].size));
+    }
+    for (int i = 0; i < target.rank(); ++i) {
+      local.push_back(ctx.int_const(absl::StrCat("l_", i).c_str()));
+      domain.push_back(local[i] >= 0 && local[i] < ctx.int_val(final_shape[i]));
+    }
+
+    // Count terms before building them: the walk multiplies by each reduction's group size.
+    int64_t count = 1;
+    for (const Step& step : steps) {
+      if (step.op.kind == CollectiveKind::kAllReduce ||
+          step.op.kind == CollectiveKind::kReduceScatter) {
+        count *= mesh.GroupSize(step.op.mesh_axes);
+        if (count > kMaxTerms) {
+          cert.obligation.status = ObligationStatus::kError;
+          cert.obligation.message = absl::StrCat(
+              "the plan's reductions sum more than ", kMaxTerms,
+              " terms per element; beyond the certificate's limit");
+          return cert;
+        }
+      }
+    }
+    std::vector<Term> terms = Walk(mesh, ctx, steps, cert.local_shapes, coords, local);
+    cert.terms = static_cast<int64_t>(terms.size());
+
+    // Violation 1: some term is not the target's element.
+    Exprs expected = GlobalIndex(mesh, ctx, target, final_shape, coords, local);
+    std::vector<Exprs> actual;
+    z3::expr wrong_element = ctx.bool_val(false);
+    for (const Term& t : terms) {
+      actual.push_back(GlobalIndex(mesh, ctx, source, cert.local_shapes.front(), t.coords,
+                                   t.local));
+      for (int i = 0; i < target.rank(); ++i) {
+        wrong_element = wrong_element || actual.back()[i] != expected[i];
+      }
+    }
+
+    // Violation 2: a source summand counted twice in one target partial group — twice on
+    // one device, or on two devices of the group (which differ only on kept axes). With the
+    // term count equal to |R|, injectivity on the group's |Q|·|R| (device, term) pairs into
+    // the |Q|·|R| summands is exactly "each summand once".
+    auto summand = [&](const Term& t) { return MixedRadix(ctx, t.coords, partial_axes); };
+    z3::expr twice_on_device = ctx.bool_val(false);
+    if (terms.size() >= 2 && !all_partial.empty()) {
+      z3::expr_vector summands(ctx);
+      for (const Term& t : terms) summands.push_back(summand(t));
+      twice_on_device = !z3::distinct(summands);
+    }
+    z3::expr twice_in_group = ctx.bool_val(false);
+    Exprs other_coords = coords;
+    std::vector<Term> other_terms;
+    std::optional<z3::expr> shared;
+    if (!kept.empty()) {
+      z3::expr differs = ctx.bool_val(false);
+      for (int a : kept) {
+        other_coords[a] = ctx.int_const(absl::StrCat("c'_", mesh.axes()[a].name).c_str());
+        domain.push_back(other_coords[a] >= 0 &&
+                         other_coords[a] < ctx.int_val(mesh.axes()[a].size));
+        differs = differs || other_coords[a] != coords[a];
+      }
+      other_terms = Walk(mesh, ctx, steps, cert.local_shapes, other_coords, local);
+      shared = ctx.int_const("shared_summand");
+      z3::expr in_mine = ctx.bool_val(false), in_other = ctx.bool_val(false);
+      for (const Term& t : terms) in_mine = in_mine || *shared == summand(t);
+      for (const Term& t : other_terms) in_other = in_other || *shared == summand(t);
+      twice_in_group = differs && in_mine && in_other;
+    }
+
+    z3::expr violation = wrong_element || twice_on_device || twice_in_group;
+    const bool count_ok = cert.terms == reduced_size;
+
+    auto explain = [&](const z3::model& model) {
+      Counterexample cex;
+      std::vector<int64_t> c = Eval(model, coords);
+      std::vector<int64_t> l = Eval(model, local);
+      int64_t device = mesh.DeviceId(c);
+      std::vector<int64_t> e = Eval(model, expected);
+      std::vector<std::string> actual_text;
+      int bad = -1;
+      for (size_t t = 0; t < terms.size(); ++t) {
+        std::vector<int64_t> a = Eval(model, actual[t]);
+        actual_text.push_back(ShapeString(a));
+        if (bad < 0 && a != e) bad = static_cast<int>(t);
+      }
+      cex.fields = {{"kind", bad >= 0 ? "wrong_element" : "summand_twice"},
+                    {"device", absl::StrCat(device)},
+                    {"coordinates", CoordinatesString(mesh, c)},
+                    {"local_index", ShapeString(l)},
+                    {"expected_global_index", ShapeString(e)},
+                    {"actual_global_index", absl::StrJoin(actual_text, ";")}};
+      if (bad >= 0) {
+        std::vector<int64_t> a = Eval(model, actual[bad]);
+        std::vector<std::pair<int64_t, std::vector<int64_t>>> path;
+        for (const auto& [pc, pl] : terms[bad].path) {
+          path.emplace_back(mesh.DeviceId(Eval(model, pc)), Eval(model, pl));
+        }
+        auto [step, why] = FirstDisagreement(mesh, steps, cert.local_shapes, path, a);
+        cex.text = absl::StrCat("device ", device, " (", CoordinatesString(mesh, c),
+                                ") at local index ", ShapeString(l), " should hold global element ",
+                                ShapeString(e), " but ",
+                                terms.size() == 1 ? "holds " : "sums a term from ",
+                                ShapeString(a), " (source device ", path.front().first,
+                                ", local index ", ShapeString(path.front().second), ")");
+        cex.fields.emplace_back("first_disagreeing_step", step);
+        cex.fields.emplace_back("declared_type", why);
+      } else {
+        std::vector<std::string> summands;
+        for (const Term& t : terms) summands.push_back(absl::StrCat(Eval(model, summand(t))));
+        cex.text = absl::StrCat("device ", device, " (", CoordinatesString(mesh, c),
+                                ") at local index ", ShapeString(l),
+                                " sums source summands [", absl::StrJoin(summands, ","), "]");
+        if (shared && model.eval(twice_in_group, true).is_true()) {
+          std::vector<int64_t> oc = Eval(model, other_coords);
+          std::vector<std::string> other;
+          for (const Term& t : other_terms) other.push_back(absl::StrCat(Eval(model, summand(t))));
+          absl::StrAppend(&cex.text, " and device ", mesh.DeviceId(oc), " of the same target "
+                          "partial group sums [", absl::StrJoin(other, ","), "]: summand ",
+                          Eval(model, *shared), " is counted twice in the group");
+          cex.fields.emplace_back("other_device", absl::StrCat(mesh.DeviceId(oc)));
+        } else {
+          absl::StrAppend(&cex.text, ": a summand is counted twice");
+        }
+        cex.fields.emplace_back("summands", absl::StrCat("[", absl::StrJoin(summands, ","), "]"));
+      }
+      if (!count_ok) {
+        absl::StrAppend(&cex.text, "; also, each element sums ", cert.terms,
+                        " terms where the reduced axes need ", reduced_size);
+      }
+      return cex;
+    };
+    cert.obligation = RefuteViolation(kPlanCorrectnessObligation, kStatement, violation, options,
+                                      explain, domain);
+    if (!count_ok && cert.obligation.status != ObligationStatus::kRefuted) {
+      // Every element sums the wrong number of summands: wrong at every device and index.
+      // (An unknown index query does not weaken this: the count is a concrete fact.)
+      cert.obligation.status = ObligationStatus::kRefuted;
+      cert.obligation.message.clear();
+      Counterexample cex;
+      cex.text = absl::StrCat(
+          "each target element is a sum of ", cert.terms, " terms, but the source has ",
+          reduced_size, " summands per target partial group member (product of the sizes of "
+                        "the partial axes the target reduces); at device 0, local index 0 "
+                        "the value misses or repeats summands");
+      std::vector<int64_t> zero(target.rank(), 0);
+      std::vector<int64_t> e = BlockOffset(mesh, target, 0);
+      cex.fields = {{"kind", "term_count"},
+                    {"device", "0"},
+                    {"coordinates", CoordinatesString(mesh, mesh.Coordinates(0))},
+                    {"local_index", ShapeString(zero)},
+                    {"expected_global_index", ShapeString(e)},
+                    {"terms", absl::StrCat(cert.terms)},
+                    {"expected_terms", absl::StrCat(reduced_size)}};
+      cert.obligation.counterexample = std::move(cex);
+    }
+  } catch (const z3::exception& e) {
+    cert.obligation.status = ObligationStatus::kError;
+    cert.obligation.message = absl::StrCat("Z3 error: ", e.msg());
+  }
+  return cert;
+}
+
+}  // namespace reshard

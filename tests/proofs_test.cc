@@ -1,0 +1,310 @@
+// Tests of the Z3 certificates (proofs/): lemmas, synthesized plans proved, mutated plans
+// refuted with counterexamples that the reference interpreter confirms, plans that cannot
+// execute reported as errors, and the obligation interface.
+#include <z3++.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proofs/lemmas.h"
+#include "proofs/obligation.h"
+#include "proofs/plan_certificate.h"
+#include "proofs/verify.h"
+#include "synth/synthesize.h"
+#include "tests/proofs_support.h"
+#include "typesys/collective.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+using ::reshard::testing::ConfirmCounterexample;
+using ::reshard::testing::InterpreterVerdict;
+using ::testing::HasSubstr;
+
+Mesh M(const std::string& text) {
+  absl::StatusOr<Mesh> mesh = ParseMesh(text);
+  EXPECT_TRUE(mesh.ok()) << mesh.status();
+  return *mesh;
+}
+
+DistType T(const Mesh& mesh, const std::string& text) {
+  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
+  EXPECT_TRUE(type.ok()) << text << ": " << type.status();
+  return *type;
+}
+
+Plan Synth(const std::string& mesh, const std::string& from, const std::string& to,
+           Strategy strategy = Strategy::kNormal) {
+  Plan plan;
+  Mesh m = M(mesh);
+  SynthesisOptions options;
+  options.strategy = strategy;
+  absl::StatusOr<Plan> p = Synthesize(m, T(m, from), T(m, to), options);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : plan;
+}
+
+PlanCertificate Certify(const Plan& plan) {
+  absl::StatusOr<PlanCertificate> c = CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+// A mutated plan must be refuted, and the interpreter must agree with the counterexample.
+void ExpectRefutedAndConfirmed(const Plan& mutated) {
+  PlanCertificate cert = Certify(mutated);
+  ASSERT_EQ(cert.obligation.status, ObligationStatus::kRefuted)
+      << ObligationToText(cert.obligation);
+  ASSERT_TRUE(cert.obligation.counterexample.has_value());
+  EXPECT_EQ(ConfirmCounterexample(mutated.mesh, mutated.source, mutated.target, mutated.steps,
+                                  *cert.obligation.counterexample),
+            "")
+      << ObligationToText(cert.obligation);
+}
+
+TEST(Lemmas, AllProved) {
+  for (const Obligation& o : ProveTypingLemmas({})) {
+    EXPECT_EQ(o.status, ObligationStatus::kProved) << ObligationToText(o);
+    EXPECT_FALSE(o.encoding.empty()) << o.name;
+    std::cout << "[ lemma    ] " << o.name << " " << ObligationStatusName(o.status) << " "
+              << o.solver_ms << " ms\n";
+  }
+}
+
+TEST(Obligation, ProveAndRefuteSimpleClaims) {
+  z3::context ctx;
+  z3::expr x = ctx.int_const("x");
+  Obligation proved = ProveClaim("t.proved", "x + 0 = x", x + 0 == x, {});
+  EXPECT_EQ(proved.status, ObligationStatus::kProved);
+  EXPECT_THAT(proved.encoding, HasSubstr("assert"));
+  Obligation refuted = ProveClaim("t.refuted", "x > 0", x > 0, {}, [&](const z3::model& m) {
+    return Counterexample{"x is not positive", {{"x", m.eval(x, true).to_string()}}};
+  });
+  EXPECT_EQ(refuted.status, ObligationStatus::kRefuted);
+  ASSERT_TRUE(refuted.counterexample.has_value());
+  EXPECT_TRUE(refuted.counterexample->Field("x").has_value());
+  EXPECT_THAT(ObligationToJson(refuted), HasSubstr("\"status\":\"refuted\""));
+}
+
+TEST(Obligation, SortMismatchIsAnErrorNotAnException) {
+  z3::context ctx;
+  z3::expr x = ctx.int_const("x");
+  z3::expr b = ctx.bool_const("b");
+  // Asserting a non-Boolean is a Z3 error; it must come back as kError.
+  Obligation o = RefuteViolation("t.error", "ill-sorted", x, {}, {}, {b});
+  EXPECT_EQ(o.status, ObligationStatus::kError);
+  EXPECT_THAT(o.message, HasSubstr("Z3"));
+}
+
+TEST(PlanCertificate, SynthesizedPlansAreProved) {
+  const char* cases[][3] = {
+      {"x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]"},
+      {"x=2,y=2", "f32[8{x,y}]", "f32[8{y,x}]"},
+      {"x=4,y=2", "f32[8{x},16,8{y}]", "f32[8,16{x,y},8]"},
+      {"x1=2,x2=2,y1=3,y2=2", "f32[12{x1,x2},12{y1,y2}]", "f32[12{y1,y2},12{x1,x2}]"},
+      {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8{x},8]"},
+      {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8,8{y}] partial{x}"},
+      {"x=2", "f32[]", "f32[]"},
+  };
+  for (const auto& c : cases) {
+    for (Strategy s : {Strategy::kNormal, Strategy::kNaive}) {
+      Plan plan = Synth(c[0], c[1], c[2], s);
+      absl::StatusOr<PlanVerification> v = VerifyPlan(plan, {});
+      ASSERT_TRUE(v.ok()) << v.status();
+      for (const Obligation& o : v->obligations) {
+        if (o.name == "plan.memory_bound" && s == Strategy::kNaive) continue;
+        EXPECT_EQ(o.status, ObligationStatus::kProved)
+            << c[0] << " " << c[1] << " -> " << c[2] << "\n"
+            << ObligationToText(o);
+      }
+    }
+  }
+}
+
+TEST(PlanCertificate, SwappedPermutePairsAreRefuted) {
+  Plan plan = Synth("x=2,y=4", "f32[16{x,y},4]", "f32[16{y,x},4]");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  ASSERT_EQ(plan.steps[0].op.kind, CollectiveKind::kCollectivePermute);
+  auto& pairs = plan.steps[0].op.source_target_pairs;
+  ASSERT_GE(pairs.size(), 2u);
+  std::swap(pairs[0].second, pairs[1].second);
+  ExpectRefutedAndConfirmed(plan);
+}
+
+TEST(PlanCertificate, ReversedAxesInMultiAxisCollectiveAreRefuted) {
+  Plan plan = Synth("x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  std::vector<std::string>& axes = plan.steps[0].op.mesh_axes;
+  ASSERT_EQ(axes.size(), 2u);
+  std::reverse(axes.begin(), axes.end());
+  ExpectRefutedAndConfirmed(plan);
+  PlanCertificate cert = Certify(plan);
+  // The declared type after the all_to_all is the one that disagrees with the data.
+  EXPECT_THAT(cert.obligation.counterexample->Field("first_disagreeing_step").value_or(""),
+              HasSubstr("1 (all_to_all"));
+}
+
+TEST(PlanCertificate, WrongSliceDimensionIsRefuted) {
+  Plan plan = Synth("x=2,y=2", "f32[8,8]", "f32[8{x},8{y}]");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  for (Step& step : plan.steps) {
+    ASSERT_EQ(step.op.kind, CollectiveKind::kAllSlice);
+    step.op.dim = 1 - step.op.dim;  // Same local shape, wrong elements.
+  }
+  ExpectRefutedAndConfirmed(plan);
+  // A single wrong dimension changes the local shape: refuted as local_shape.
+  Plan one = Synth("x=2", "f32[8,4]", "f32[8{x},4]");
+  one.steps[0].op.dim = 1;
+  ExpectRefutedAndConfirmed(one);
+  EXPECT_EQ(Certify(one).obligation.counterexample->Field("kind"), "local_shape");
+}
+
+TEST(PlanCertificate, WrongGatherDimensionIsRefuted) {
+  Plan plan = Synth("x=2,y=2", "f32[8{x},8{y}]", "f32[8,8]");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  for (Step& step : plan.steps) {
+    ASSERT_EQ(step.op.kind, CollectiveKind::kAllGather);
+    step.op.dim = 1 - step.op.dim;
+  }
+  ExpectRefutedAndConfirmed(plan);
+}
+
+TEST(PlanCertificate, DroppedStepIsRefuted) {
+  Plan plan = Synth("x1=2,x2=2,y1=3,y2=2", "f32[12{x1,x2},12{y1,y2}]",
+                    "f32[12{y1,y2},12{x1,x2}]");
+  ASSERT_GE(plan.steps.size(), 2u);
+  for (size_t drop = 0; drop < plan.steps.size(); ++drop) {
+    Plan mutated = plan;
+    mutated.steps.erase(mutated.steps.begin() + drop);
+    SCOPED_TRACE(drop);
+    ExpectRefutedAndConfirmed(mutated);
+  }
+}
+
+TEST(PlanCertificate, DroppedAllReduceIsRefuted) {
+  Plan plan = Synth("x=2,y=2", "f32[8,8] partial{x}", "f32[8,8{y}]");
+  auto it = std::find_if(plan.steps.begin(), plan.steps.end(), [](const Step& s) {
+    return s.op.kind == CollectiveKind::kAllReduce || s.op.kind == CollectiveKind::kReduceScatter;
+  });
+  ASSERT_NE(it, plan.steps.end());
+  Plan mutated = plan;
+  if (it->op.kind == CollectiveKind::kReduceScatter) {
+    // Replace the reduce_scatter by the slice it performs, minus the sum.
+    mutated.steps[it - plan.steps.begin()].op.kind = CollectiveKind::kAllSlice;
+  } else {
+    mutated.steps.erase(mutated.steps.begin() + (it - plan.steps.begin()));
+  }
+  ExpectRefutedAndConfirmed(mutated);
+  EXPECT_EQ(Certify(mutated).obligation.counterexample->Field("kind"), "term_count");
+
+  Plan reduce = Synth("x=4", "f32[8] partial{x}", "f32[8]");
+  ASSERT_EQ(reduce.steps.size(), 1u);
+  reduce.steps.clear();
+  ExpectRefutedAndConfirmed(reduce);
+}
+
+TEST(PlanCertificate, ExtraReductionOverReplicatedAxisIsRefuted) {
+  // Summing 2 replicated copies doubles every value.
+  Plan plan = Synth("x=2,y=2", "f32[8] partial{x}", "f32[8]");
+  plan.steps.push_back(Step{Collective::AllReduce({"y"}), plan.target});
+  ExpectRefutedAndConfirmed(plan);
+}
+
+TEST(PlanCertificate, SummandsExchangedWithinAKeptPartialGroupAreProved) {
+  // A permute that swaps the two summands of a kept partial group (ill-typed by CheckPermute,
+  // which keeps summand indices) leaves every group sum intact: the interpreter accepts it,
+  // and so must the certificate (it checks each summand once per group, not per device).
+  Mesh mesh = M("x=2");
+  DistType t = T(mesh, "f32[4] partial{x}");
+  std::vector<Step> steps = {Step{Collective::Permute({{0, 1}, {1, 0}}), t}};
+  absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, t, t, steps);
+  ASSERT_TRUE(cert.ok());
+  EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved) << ObligationToText(cert->obligation);
+  bool cannot_execute = false;
+  EXPECT_TRUE(InterpreterVerdict(mesh, t, t, steps, &cannot_execute).ok());
+}
+
+TEST(PlanCertificate, SummandCountedTwiceIsRefuted) {
+  // Device 1 overwrites its summand with device 0's: the x-group sums summand 0 twice.
+  Mesh mesh = M("x=2");
+  DistType from = T(mesh, "f32[4] partial{x}");
+  DistType to = T(mesh, "f32[4]");
+  std::vector<Step> steps = {Step{Collective::Permute({{0, 1}}), from},
+                             Step{Collective::AllReduce({"x"}), to}};
+  absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, from, to, steps);
+  ASSERT_TRUE(cert.ok());
+  ASSERT_EQ(cert->obligation.status, ObligationStatus::kRefuted);
+  EXPECT_EQ(cert->obligation.counterexample->Field("kind"), "summand_twice");
+  EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, *cert->obligation.counterexample), "");
+}
+
+TEST(PlanCertificate, PlansThatCannotExecuteAreErrors) {
+  Mesh mesh = M("x=2,y=3");
+  DistType from = T(mesh, "f32[8,6]");
+  struct Bad {
+    Collective op;
+    const char* message;
+  } bad[] = {
+      {Collective::AllSlice({"x"}, 2), "out of range"},
+      {Collective::AllSlice({"y"}, 0), "not divisible"},
+      {Collective::AllGather({"z"}, 0), "not an axis"},
+      {Collective::AllToAll({"x", "x"}, 0, 1), "twice"},
+      {Collective::Permute({{0, 9}}), "names device 9"},
+      {Collective::Permute({{0, 1}, {2, 1}}), "twice as a target"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<Step> steps = {Step{b.op, from}};
+    absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, from, from, steps);
+    ASSERT_TRUE(cert.ok());
+    EXPECT_EQ(cert->obligation.status, ObligationStatus::kError) << ToString(b.op);
+    EXPECT_THAT(cert->obligation.message, HasSubstr(b.message));
+    bool cannot_execute = false;
+    EXPECT_FALSE(InterpreterVerdict(mesh, from, from, steps, &cannot_execute).ok());
+    EXPECT_TRUE(cannot_execute) << ToString(b.op);
+  }
+}
+
+TEST(PlanCertificate, BadInputIsInvalidArgument) {
+  Mesh mesh = M("x=2");
+  EXPECT_FALSE(CertifyPlan(mesh, T(mesh, "f32[8]"), T(mesh, "f32[4]"), {}).ok());
+  EXPECT_FALSE(CertifyPlan(mesh, T(mesh, "f32[8]"), T(mesh, "f32[8] partial{x}"), {}).ok());
+  DistType bad;
+  bad.dims = {Dim{3, {"x"}}};
+  EXPECT_FALSE(CertifyPlan(mesh, bad, bad, {}).ok());
+}
+
+TEST(PlanCertificate, TimeoutIsNeverProved) {
+  // With a 1 ms budget on a large permute the answer may be unknown, never a wrong "proved"
+  // for a wrong plan.
+  Plan plan = Synth("a=4,b=4,c=4", "f32[64{a,b,c}]", "f32[64{c,b,a}]");
+  ASSERT_FALSE(plan.steps.empty());
+  std::swap(plan.steps[0].op.source_target_pairs[0].second,
+            plan.steps[0].op.source_target_pairs[1].second);
+  ProveOptions options;
+  options.timeout_ms = 1;
+  absl::StatusOr<PlanCertificate> cert =
+      CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, options);
+  ASSERT_TRUE(cert.ok());
+  EXPECT_NE(cert->obligation.status, ObligationStatus::kProved);
+}
+
+TEST(Suite, ParsesCasesAndComments) {
+  absl::StatusOr<std::vector<SuiteCase>> cases =
+      ParseSuite("# comment\n\nx=2 | f32[8{x}] | f32[8] # trailing\nx=2|f32[8]|f32[8{x}]|naive\n");
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 2u);
+  EXPECT_EQ((*cases)[0].line, 3);
+  EXPECT_EQ((*cases)[0].strategy, "normal");
+  EXPECT_EQ((*cases)[1].strategy, "naive");
+  EXPECT_FALSE(ParseSuite("x=2 | f32[8]\n").ok());
+  EXPECT_FALSE(ParseSuite("x=2 | | f32[8]\n").ok());
+}
+
+}  // namespace
+}  // namespace reshard
