@@ -72,6 +72,10 @@ for c in "${CASES[@]}"; do
     if [ "$rc" != 0 ] || ! grep -q '"ok":true' <<<"$out"; then
       fail "$s: $mesh ; $from -> $to $extra (exit $rc): $out $err"
     fi
+    # Measured bytes (MPI receive counts) agree with the plan's metric.
+    measured=$(grep -o '"bytes_received_max":[0-9]*' <<<"$out" | cut -d: -f2)
+    planned=$(grep -o '"plan_bytes_received_max":[0-9]*' <<<"$out" | cut -d: -f2)
+    [ "$measured" = "$planned" ] || fail "$s: $mesh ; $from -> $to: bytes $measured != plan $planned"
   done
 done
 

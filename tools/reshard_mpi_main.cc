@@ -11,8 +11,8 @@
 // targets: summed over the partial group first). Rank 0 prints one report; with --json one
 // JSON object on one line:
 //   {"ok","mesh","from","to","strategy","ranks","scale","repeat","time_us_median",
-//    "time_us_min","bytes_received_max","peak_local_bytes","executor_peak_bytes","cost_us",
-//    "value_modulus"}
+//    "time_us_min","bytes_received_max","plan_bytes_received_max","peak_local_bytes",
+//    "executor_peak_bytes","cost_us","value_modulus"}
 // bytes_received_max and executor_peak_bytes are measured (max over ranks); peak_local_bytes
 // and cost_us are the plan's metrics (cost_us under --axis-cost).
 //
@@ -383,6 +383,7 @@ int Run(int argc, char** argv) {
       j["time_us_median"] = std::round(median * 1e3) / 1e3;
       j["time_us_min"] = std::round(min * 1e3) / 1e3;
       j["bytes_received_max"] = bytes_received;
+      j["plan_bytes_received_max"] = plan->metrics.bytes_received_max;
       j["peak_local_bytes"] = plan->metrics.peak_local_bytes;
       j["executor_peak_bytes"] = executor_peak;
       j["cost_us"] = plan->metrics.cost_us;
