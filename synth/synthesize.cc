@@ -513,6 +513,84 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   return steps;
 }
 
+bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::string>& list) {
+  return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
+}
+
+// The middle of a valley without search: "priority 1" moves only, i.e. all_to_alls that move
+// a suffix of one dimension to the end of another such that both dimensions stay prefixes of
+// y's (the longest such suffix first), then, if y is not reached, one permute when the local
+// shapes agree. False when neither reaches y.
+bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder) {
+  for (int guard = 0; !(builder.current() == y) && guard < 64; ++guard) {
+    const DistType& c = builder.current();
+    bool moved = false;
+    for (int i = 0; i < c.rank() && !moved; ++i) {
+      const std::vector<std::string>& list = c.dims[i].axes;
+      for (size_t len = list.size(); len >= 1 && !moved; --len) {
+        const std::vector<std::string> rest(list.begin(), list.end() - len);
+        if (!IsPrefix(rest, y.dims[i].axes)) continue;
+        const std::vector<std::string> suffix(list.end() - len, list.end());
+        for (int j = 0; j < c.rank() && !moved; ++j) {
+          if (j == i) continue;
+          std::vector<std::string> grown = c.dims[j].axes;
+          grown.insert(grown.end(), suffix.begin(), suffix.end());
+          if (!IsPrefix(grown, y.dims[j].axes)) continue;
+          if (LocalDimSize(mesh, c.dims[j]) % mesh.GroupSize(suffix) != 0) continue;
+          builder.Apply(Collective::AllToAll(suffix, i, j));
+          moved = true;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  if (builder.current() == y) return true;
+  if (LocalShape(mesh, builder.current()) != LocalShape(mesh, y)) return false;
+  builder.Append({Step{Collective::Permute({}), y}});  // Paired once the plan is final.
+  return true;
+}
+
+// The constructive fast path of `normal`: plans built without any search, returned only when
+// they receive exactly the byte lower bound (then no plan can beat them in bytes, and the
+// candidate loop of NormalValleys would stop at them too). Tried in order: no steps; the
+// single permute (same local shape and partial axes); the first valley candidates (descent
+// and pre-gather placed by kFollow, without and with substitutions) with a GreedyMiddle.
+// This covers pure slices and gathers, single (multi-axis) all_to_alls, single permutes and
+// slice + all_to_all + gather valleys whose middle is a sequence of suffix moves.
+std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from,
+                                          const DistType& to,
+                                          const internal::LowerBounds& bounds) {
+  if (from == to) return std::vector<Step>{};
+  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
+      PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
+    std::vector<Step> steps = {Step{Collective::Permute({}), to}};
+    if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;
+  }
+  const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
+  for (const std::vector<std::string>& skip : {std::vector<std::string>{}, substitutions}) {
+    std::optional<DistType> y = PlacePreGather(mesh, from, to, Placement::kFollow, skip);
+    if (!y) continue;
+    std::optional<std::vector<Append>> appends =
+        PlaceDescent(mesh, from, to, Placement::kFollow, *y, skip);
+    if (!appends) continue;
+    StepBuilder builder(mesh, from);
+    EmitDescent(*appends, builder);
+    std::vector<std::string> reduce;
+    for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
+      if (!Contains(to.partial, axis)) reduce.push_back(axis);
+    }
+    if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+    if (LocalBytes(mesh, builder.current()) != LocalBytes(mesh, *y)) continue;
+    if (!GreedyMiddle(mesh, *y, builder)) continue;
+    EmitAscent(to, *y, builder);
+    if (TotalBytes(mesh, from, builder.steps()) <= bounds.bytes_total) {
+      return std::move(builder.steps());
+    }
+    if (substitutions.empty()) break;
+  }
+  return std::nullopt;
+}
+
 // `normal`: the byte-optimal valley (the paper's objective) when it reaches the byte lower
 // bound — it moves nothing redundant — and otherwise, with `model`, the valley of least
 // modeled time among the candidates (ties: fewer bytes), which may trade bytes for fewer
@@ -523,6 +601,9 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
                                               const CostModel* model = nullptr) {
   if (from == to) return std::vector<Step>{};
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
+    return *std::move(fast);
+  }
   absl::StatusOr<std::vector<Step>> bytes = NormalValleys(mesh, from, to, nullptr, bounds);
   if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
     return bytes;
