@@ -448,9 +448,13 @@ absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& so
     absl::StatusOr<std::vector<int64_t>> next = Propagate(mesh, steps[s].op,
                                                           cert.local_shapes.back());
     if (!next.ok()) {
-      cert.obligation.status = ObligationStatus::kError;
-      cert.obligation.message = absl::StrCat("cannot execute: step ", StepName(s, steps[s].op),
-                                             ": ", next.status().message());
+      // A kind the certificate does not model is undecided (never proved), not an error of
+      // the plan.
+      const bool unmodelled = absl::IsUnimplemented(next.status());
+      cert.obligation.status = unmodelled ? ObligationStatus::kUnknown : ObligationStatus::kError;
+      cert.obligation.message =
+          absl::StrCat(unmodelled ? "not decided: step " : "cannot execute: step ",
+                       StepName(s, steps[s].op), ": ", next.status().message());
       return cert;
     }
     cert.local_shapes.push_back(*std::move(next));
