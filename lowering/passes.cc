@@ -17,9 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "lowering/dialect.h"
 #include "lowering/lowering.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/Dialect/Mesh/Interfaces/ShardingInterface.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -416,7 +418,9 @@ void registerPasses() {
 }
 
 void registerDependentDialects(mlir::DialectRegistry& registry) {
-  registry.insert<mesh::MeshDialect, mlir::tensor::TensorDialect, ReshardDialect>();
+  // scf and arith: upstream's ShardingInterface::spmdize for linalg reductions builds them.
+  registry.insert<mesh::MeshDialect, mlir::tensor::TensorDialect, mlir::scf::SCFDialect,
+                  mlir::arith::ArithDialect, ReshardDialect>();
 }
 
 }  // namespace reshard::lowering

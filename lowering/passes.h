@@ -41,7 +41,7 @@ std::unique_ptr<mlir::Pass> createValidatePass(bool prove = true);
 // Registers reshard-spmdization and reshard-validate with the global pass registry.
 void registerPasses();
 
-// The dialects reshard's passes create ops of (mesh, tensor, reshard).
+// The dialects reshard's passes create ops of (mesh, tensor, scf, arith, reshard).
 void registerDependentDialects(mlir::DialectRegistry& registry);
 
 }  // namespace reshard::lowering

@@ -1,6 +1,7 @@
 // reshard-opt: mlir-opt with the dialects a sharded tensor program uses (func, tensor, arith,
 // linalg, tosa, mesh), upstream's sharding-interface models for them, the reshard dialect, and
-// reshard's passes (reshard-spmdization, reshard-validate) beside every upstream pass.
+// reshard's passes (reshard-spmdization, reshard-validate) beside every upstream pass and
+// dialect (a superset of mlir-opt-19).
 //
 //   reshard-opt in.mlir
 //     --pass-pipeline='builtin.module(func.func(reshard-spmdization{strategy=normal}))'
@@ -18,6 +19,8 @@
 #include "mlir/Dialect/Tosa/IR/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -29,6 +32,11 @@ int main(int argc, char** argv) {
   mlir::func::registerShardingInterfaceExternalModels(registry);
   mlir::linalg::registerMeshShardingInterfaceExternalModels(registry);
   mlir::tosa::registerShardingInterfaceExternalModels(registry);
+  // Everything else mlir-opt has: upstream's linalg spmdize builds scf/arith ops and needs
+  // the TilingInterface/PartialReductionOpInterface models (without them it crashes on
+  // sharded reductions), so reshard-opt registers what mlir-opt registers.
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
   // Upstream passes (mesh-spmdization, sharding-propagation, canonicalize, ...) for
   // comparison and for pipelines around ours.
   mlir::registerAllPasses();
