@@ -111,7 +111,9 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
 // the types are not permute-compatible (internal invariant: callers check the local shape).
 // With `cost_model`, each device that must change takes, among the remaining holders of
 // what it needs, the one behind the cheapest link (CostModel::Between), so pairs stay on fast
-// axes where the types allow; the byte count is the same.
+// axes where the types allow; the byte count is the same. Placements held by more than 64
+// devices are paired in id order even with a model (the greedy is quadratic per placement).
+// O(devices) time, no per-device allocation (synth/placement.cc).
 Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
                           const CostModel* cost_model = nullptr);
 
