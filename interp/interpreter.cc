@@ -190,47 +190,6 @@ absl::Status CheckTotalSize(int64_t total_elements, absl::string_view what) {
   return absl::OkStatus();
 }
 
-absl::Status CheckMeshAxes(const Mesh& mesh, const std::vector<std::string>& axes) {
-  if (axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (!mesh.HasAxis(axes[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "mesh_axes names '", axes[i], "', which is not an axis of ", mesh.ToString()));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (axes[j] == axes[i]) {
-        return absl::InvalidArgumentError(absl::StrCat("mesh_axes names '", axes[i], "' twice"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckPairs(const Mesh& mesh, const std::vector<std::pair<int64_t, int64_t>>& pairs) {
-  std::vector<bool> is_source(mesh.num_devices(), false);
-  std::vector<bool> is_target(mesh.num_devices(), false);
-  for (const auto& [source, target] : pairs) {
-    for (int64_t device : {source, target}) {
-      if (device < 0 || device >= mesh.num_devices()) {
-        return absl::InvalidArgumentError(absl::StrCat("source_target_pairs names device ", device,
-                                                       ", but mesh ", mesh.ToString(),
-                                                       " has devices 0..", mesh.num_devices() - 1));
-      }
-    }
-    if (is_source[source]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source_target_pairs uses device ", source, " twice as a source"));
-    }
-    if (is_target[target]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source_target_pairs uses device ", target, " twice as a target"));
-    }
-    is_source[source] = true;
-    is_target[target] = true;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckDim(int64_t dim, const std::string& attribute, const Mesh& mesh, int64_t device,
                       const Buffer& buffer) {
   if (dim < 0 || dim >= static_cast<int64_t>(buffer.shape.size())) {
@@ -248,26 +207,6 @@ absl::Status CheckDivisible(int64_t dim, int64_t k, const std::string& attribute
         absl::StrCat(attribute, " ", dim, ": size ", buffer.shape[dim], " of the buffer ",
                      ShapeString(buffer.shape), " of ", DeviceString(mesh, device),
                      " is not divisible by the group size ", k));
-  }
-  return absl::OkStatus();
-}
-
-// Attributes that the kind does not use must be unset: a stray value means the caller built
-// the op for a different kind, and silently ignoring it would hide that.
-absl::Status CheckUnusedAttributes(const Collective& op, bool uses_dim, bool uses_split_dim,
-                                   bool uses_pairs) {
-  if (!uses_dim && op.dim != -1) {
-    return absl::InvalidArgumentError(absl::StrCat("takes no dimension, but dim is ", op.dim));
-  }
-  if (!uses_split_dim && op.split_dim != -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("takes no split_axis, but split_dim is ", op.split_dim));
-  }
-  if (!uses_pairs && !op.source_target_pairs.empty()) {
-    return absl::InvalidArgumentError("takes no source_target_pairs");
-  }
-  if (uses_pairs && !op.mesh_axes.empty()) {
-    return absl::InvalidArgumentError("takes no mesh_axes");
   }
   return absl::OkStatus();
 }
@@ -318,10 +257,9 @@ int64_t Bytes(const Buffer& buffer, int64_t element_bytes) {
 absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_bytes,
                      const DeviceBuffers& in, DeviceBuffers& out, std::vector<int64_t>& received) {
   out = in;
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
   switch (op.kind) {
     case CollectiveKind::kAllSlice: {
-      if (absl::Status s = CheckUnusedAttributes(op, true, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op.mesh_axes); !s.ok()) return s;
       int64_t k = mesh.GroupSize(op.mesh_axes);
       for (const std::vector<int64_t>& group : Groups(mesh, op.mesh_axes)) {
         if (absl::Status s = CheckSameShapes(mesh, group, in); !s.ok()) return s;
@@ -341,8 +279,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     }
 
     case CollectiveKind::kAllGather: {
-      if (absl::Status s = CheckUnusedAttributes(op, true, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op.mesh_axes); !s.ok()) return s;
       int64_t k = mesh.GroupSize(op.mesh_axes);
       std::vector<std::vector<int64_t>> groups = Groups(mesh, op.mesh_axes);
       int64_t total = 0;
@@ -369,8 +305,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     }
 
     case CollectiveKind::kAllToAll: {
-      if (absl::Status s = CheckUnusedAttributes(op, true, true, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op.mesh_axes); !s.ok()) return s;
       int64_t k = mesh.GroupSize(op.mesh_axes);
       for (const std::vector<int64_t>& group : Groups(mesh, op.mesh_axes)) {
         if (absl::Status s = CheckSameShapes(mesh, group, in); !s.ok()) return s;
@@ -403,8 +337,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     }
 
     case CollectiveKind::kAllReduce: {
-      if (absl::Status s = CheckUnusedAttributes(op, false, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op.mesh_axes); !s.ok()) return s;
       int64_t k = mesh.GroupSize(op.mesh_axes);
       for (const std::vector<int64_t>& group : Groups(mesh, op.mesh_axes)) {
         if (absl::Status s = CheckSameShapes(mesh, group, in); !s.ok()) return s;
@@ -419,8 +351,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     }
 
     case CollectiveKind::kReduceScatter: {
-      if (absl::Status s = CheckUnusedAttributes(op, true, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op.mesh_axes); !s.ok()) return s;
       int64_t k = mesh.GroupSize(op.mesh_axes);
       for (const std::vector<int64_t>& group : Groups(mesh, op.mesh_axes)) {
         if (absl::Status s = CheckSameShapes(mesh, group, in); !s.ok()) return s;
@@ -444,8 +374,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     }
 
     case CollectiveKind::kCollectivePermute: {
-      if (absl::Status s = CheckUnusedAttributes(op, false, false, true); !s.ok()) return s;
-      if (absl::Status s = CheckPairs(mesh, op.source_target_pairs); !s.ok()) return s;
       int64_t total = 0;
       for (const Buffer& buffer : in) total += static_cast<int64_t>(buffer.data.size());
       for (const auto& [source, target] : op.source_target_pairs) {
@@ -466,8 +394,6 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
     case CollectiveKind::kAllToAllV: {
       // Every device's output starts unwritten; each transfer copies a box element by element,
       // and every output element must be written exactly once.
-      if (absl::Status s = CheckUnusedAttributes(op, false, false, false); !s.ok()) return s;
-      if (!op.mesh_axes.empty()) return absl::InvalidArgumentError("takes no mesh_axes");
       const int64_t n = mesh.num_devices();
       const size_t rank = op.out_shape.size();
       for (int64_t e : op.out_shape) {

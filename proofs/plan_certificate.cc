@@ -100,41 +100,6 @@ void SetDigits(z3::context& ctx, Exprs& coords, const Axes& axes, int64_t m) {
 
 // --- Forward shape propagation: the interpreter's preconditions, on shapes. ---
 
-absl::Status CheckMeshAxes(const Mesh& mesh, const Collective& op) {
-  if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
-  for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
-    if (!mesh.HasAxis(op.mesh_axes[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("mesh_axes names '", op.mesh_axes[i],
-                                                     "', which is not an axis of ",
-                                                     mesh.ToString()));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (op.mesh_axes[j] == op.mesh_axes[i]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("mesh_axes names '", op.mesh_axes[i], "' twice"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckAttributes(const Collective& op, bool uses_dim, bool uses_split, bool uses_pairs) {
-  if (!uses_dim && op.dim != -1) {
-    return absl::InvalidArgumentError(absl::StrCat("takes no dimension, but dim is ", op.dim));
-  }
-  if (!uses_split && op.split_dim != -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("takes no split_axis, but split_dim is ", op.split_dim));
-  }
-  if (!uses_pairs && !op.source_target_pairs.empty()) {
-    return absl::InvalidArgumentError("takes no source_target_pairs");
-  }
-  if (uses_pairs && !op.mesh_axes.empty()) {
-    return absl::InvalidArgumentError("takes no mesh_axes");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckDim(int64_t dim, const char* attribute, const std::vector<int64_t>& shape) {
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size())) {
     return absl::InvalidArgumentError(absl::StrCat(attribute, " ", dim,
@@ -157,21 +122,18 @@ absl::Status CheckDivisible(int64_t dim, int64_t k, const char* attribute,
 // The local shape after `op` on buffers of shape `in`, or why `op` cannot execute.
 absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collective& op,
                                                std::vector<int64_t> shape) {
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
   auto axes_k = [&]() { return mesh.GroupSize(op.mesh_axes); };
   switch (op.kind) {
     case CollectiveKind::kAllSlice:
     case CollectiveKind::kReduceScatter: {
       const char* attr = op.kind == CollectiveKind::kAllSlice ? "slice_axis" : "scatter_axis";
-      if (absl::Status s = CheckAttributes(op, true, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
       if (absl::Status s = CheckDim(op.dim, attr, shape); !s.ok()) return s;
       if (absl::Status s = CheckDivisible(op.dim, axes_k(), attr, shape); !s.ok()) return s;
       shape[op.dim] /= axes_k();
       return shape;
     }
     case CollectiveKind::kAllGather: {
-      if (absl::Status s = CheckAttributes(op, true, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
       if (absl::Status s = CheckDim(op.dim, "gather_axis", shape); !s.ok()) return s;
       if (shape[op.dim] > (int64_t{1} << 40) / axes_k()) {
         return absl::InvalidArgumentError("all_gather result too large");
@@ -180,8 +142,6 @@ absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collectiv
       return shape;
     }
     case CollectiveKind::kAllToAll: {
-      if (absl::Status s = CheckAttributes(op, true, true, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
       if (absl::Status s = CheckDim(op.dim, "concat_axis", shape); !s.ok()) return s;
       if (absl::Status s = CheckDim(op.split_dim, "split_axis", shape); !s.ok()) return s;
       if (absl::Status s = CheckDivisible(op.split_dim, axes_k(), "split_axis", shape); !s.ok()) {
@@ -191,35 +151,9 @@ absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collectiv
       shape[op.dim] *= axes_k();
       return shape;
     }
-    case CollectiveKind::kAllReduce: {
-      if (absl::Status s = CheckAttributes(op, false, false, false); !s.ok()) return s;
-      if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kCollectivePermute:
       return shape;
-    }
-    case CollectiveKind::kCollectivePermute: {
-      if (absl::Status s = CheckAttributes(op, false, false, true); !s.ok()) return s;
-      std::vector<bool> is_source(mesh.num_devices(), false);
-      std::vector<bool> is_target(mesh.num_devices(), false);
-      for (const auto& [source, target] : op.source_target_pairs) {
-        for (int64_t device : {source, target}) {
-          if (device < 0 || device >= mesh.num_devices()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("source_target_pairs names device ", device, ", but mesh ",
-                             mesh.ToString(), " has devices 0..", mesh.num_devices() - 1));
-          }
-        }
-        if (is_source[source]) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("source_target_pairs uses device ", source, " twice as a source"));
-        }
-        if (is_target[target]) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("source_target_pairs uses device ", target, " twice as a target"));
-        }
-        is_source[source] = is_target[target] = true;
-      }
-      return shape;
-    }
     default:
       break;
   }

@@ -49,24 +49,6 @@ bool EndsWith(const std::vector<std::string>& list, const std::vector<std::strin
          std::equal(suffix.begin(), suffix.end(), list.end() - suffix.size());
 }
 
-// Shared checks of mesh_axes: non-empty, known, distinct.
-absl::Status CheckMeshAxes(const Mesh& mesh, const Collective& op) {
-  if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
-  for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
-    if (!mesh.HasAxis(op.mesh_axes[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", op.mesh_axes[i],
-                                                     "' (mesh is ", mesh.ToString(), ")"));
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (op.mesh_axes[j] == op.mesh_axes[i]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("mesh axis '", op.mesh_axes[i], "' appears twice in mesh_axes"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckDim(const DistType& in, int64_t dim, std::string_view attribute) {
   if (dim < 0 || dim >= in.rank()) {
     return absl::InvalidArgumentError(absl::StrCat(Absl(attribute), " ", dim, " is out of range for ",
@@ -131,7 +113,7 @@ absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& i
     return absl::InvalidArgumentError(absl::StrCat(
         Absl(CollectiveName(op.kind)), " has no result rule: its result type is given by the plan"));
   }
-  if (absl::Status s = CheckMeshAxes(mesh, op); !s.ok()) return s;
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
   DistType out = in;
   switch (op.kind) {
     case CollectiveKind::kAllSlice:
@@ -219,6 +201,66 @@ Collective Collective::AllToAllV(std::vector<int64_t> out_shape, std::vector<Tra
                     std::move(transfers)};
 }
 
+absl::Status CheckCollectiveShape(const Mesh& mesh, const Collective& op) {
+  const bool uses_dim = op.kind == CollectiveKind::kAllSlice ||
+                        op.kind == CollectiveKind::kAllGather ||
+                        op.kind == CollectiveKind::kAllToAll ||
+                        op.kind == CollectiveKind::kReduceScatter;
+  const bool is_permute = op.kind == CollectiveKind::kCollectivePermute;
+  const bool is_v = op.kind == CollectiveKind::kAllToAllV;
+  if (!uses_dim && op.dim != -1) {
+    return absl::InvalidArgumentError(absl::StrCat("takes no dimension, but dim is ", op.dim));
+  }
+  if (op.kind != CollectiveKind::kAllToAll && op.split_dim != -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("takes no split_axis, but split_dim is ", op.split_dim));
+  }
+  if (!is_permute && !op.source_target_pairs.empty()) {
+    return absl::InvalidArgumentError("takes no source_target_pairs");
+  }
+  if (!is_v && (!op.out_shape.empty() || !op.transfers.empty())) {
+    return absl::InvalidArgumentError("takes no out_shape or transfers");
+  }
+  if (is_permute || is_v) {
+    if (!op.mesh_axes.empty()) return absl::InvalidArgumentError("takes no mesh_axes");
+  } else {
+    if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
+    for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
+      if (!mesh.HasAxis(op.mesh_axes[i])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "mesh_axes names '", op.mesh_axes[i], "', which is not an axis of ", mesh.ToString()));
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (op.mesh_axes[j] == op.mesh_axes[i]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("mesh_axes names '", op.mesh_axes[i], "' twice"));
+        }
+      }
+    }
+  }
+  const int64_t n = mesh.num_devices();
+  std::vector<bool> is_source(is_permute ? n : 0, false), is_target(is_permute ? n : 0, false);
+  for (const auto& [source, target] : op.source_target_pairs) {
+    for (int64_t device : {source, target}) {
+      if (device < 0 || device >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("source_target_pairs names device ", device, ", but mesh ",
+                         mesh.ToString(), " has devices 0..", n - 1));
+      }
+    }
+    if (is_source[source]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source_target_pairs uses device ", source, " twice as a source"));
+    }
+    if (is_target[target]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source_target_pairs uses device ", target, " twice as a target"));
+    }
+    is_source[source] = is_target[target] = true;
+  }
+  return absl::OkStatus();
+}
+
 std::string ToString(const Collective& op) {
   std::string out(CollectiveName(op.kind));
   if (op.kind == CollectiveKind::kAllToAllV) {
@@ -260,6 +302,7 @@ absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective
         absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
   };
   if (op.kind != CollectiveKind::kCollectivePermute) return fail("not a collective_permute");
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return fail(Std(s.message()));
   if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
   if (in.element_type != out.element_type) return fail("element types differ");
   if (in.rank() != out.rank()) return fail("ranks differ");
@@ -274,16 +317,7 @@ absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective
   const int64_t n = mesh.num_devices();
   std::vector<int64_t> source_of(n);
   for (int64_t d = 0; d < n; ++d) source_of[d] = d;
-  std::vector<bool> is_source(n, false), is_target(n, false);
-  for (const auto& [s, t] : op.source_target_pairs) {
-    if (s < 0 || s >= n || t < 0 || t >= n) {
-      return fail(absl::StrCat("pair [", s, ",", t, "] names a device outside 0..", n - 1));
-    }
-    if (is_source[s]) return fail(absl::StrCat("device ", s, " is a source twice"));
-    if (is_target[t]) return fail(absl::StrCat("device ", t, " is a target twice"));
-    is_source[s] = is_target[t] = true;
-    source_of[t] = s;
-  }
+  for (const auto& [s, t] : op.source_target_pairs) source_of[t] = s;
   for (int64_t t = 0; t < n; ++t) {
     int64_t s = source_of[t];
     if (BlockIndex(mesh, in, s) != BlockIndex(mesh, out, t) ||
@@ -302,7 +336,7 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
         absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
   };
   if (op.kind != CollectiveKind::kAllToAllV) return fail("not an all_to_all_v");
-  if (!op.mesh_axes.empty()) return fail("mesh_axes must be empty");
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return fail(Std(s.message()));
   if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
   if (in.element_type != out.element_type) return fail("element types differ");
   if (in.rank() != out.rank()) return fail("ranks differ");

@@ -80,6 +80,14 @@ struct Collective {
   bool operator==(const Collective&) const = default;
 };
 
+// The structure of `op` on `mesh`, independent of any type: the attributes its kind does not
+// use are unset (dim and split_dim -1, no source_target_pairs, out_shape or transfers);
+// mesh_axes are non-empty, known and distinct for group collectives and empty for
+// collective_permute and all_to_all_v; permute pairs name devices of the mesh, none twice as a
+// source or twice as a target. Every consumer that gives `op` meaning (typing rules,
+// interpreter, certificates, runtime) checks this first. InvalidArgument naming the field.
+absl::Status CheckCollectiveShape(const Mesh& mesh, const Collective& op);
+
 // Readable one-line form, e.g. `all_to_all mesh_axes=[x] split_axis=1 concat_axis=0` or
 // `collective_permute source_target_pairs=[[0,1],[1,0]]`; all_to_all_v prints its output
 // shape and transfer count, e.g. `all_to_all_v out_shape=[2,8] transfers=24 (16 remote)`.
