@@ -12,6 +12,9 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.reshard_lit_exec_root
 
+if config.reshard_has_proofs:
+    config.available_features.add("proofs")
+
 # reshard-opt, FileCheck, not, and upstream's mlir-opt (for the comparison test).
 config.environment["PATH"] = os.pathsep.join(
     [config.reshard_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
