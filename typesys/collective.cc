@@ -295,15 +295,16 @@ absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const C
   return out;
 }
 
-absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective& op,
-                          const DistType& out) {
-  auto fail = [&](std::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
-  };
-  if (op.kind != CollectiveKind::kCollectivePermute) return fail("not a collective_permute");
-  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return fail(Std(s.message()));
-  if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
+namespace {
+
+// The part of the rules of permute and all_to_all_v (whose result the plan chooses) that says
+// the result is the same array: op well-formed, result valid, same element type, global shape
+// and partial axes. The message says only why, for the caller to prefix.
+absl::Status CheckSameArray(const Mesh& mesh, const DistType& in, const Collective& op,
+                            const DistType& out) {
+  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
+  if (absl::Status s = Validate(mesh, out); !s.ok()) return s;
+  auto fail = [](const char* why) { return absl::InvalidArgumentError(why); };
   if (in.element_type != out.element_type) return fail("element types differ");
   if (in.rank() != out.rank()) return fail("ranks differ");
   for (int i = 0; i < in.rank(); ++i) {
@@ -312,6 +313,19 @@ absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective
   if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
     return fail("partial axes differ");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective& op,
+                          const DistType& out) {
+  auto fail = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
+  };
+  if (op.kind != CollectiveKind::kCollectivePermute) return fail("not a collective_permute");
+  if (absl::Status s = CheckSameArray(mesh, in, op, out); !s.ok()) return fail(Std(s.message()));
   if (LocalShape(mesh, in) != LocalShape(mesh, out)) return fail("local shapes differ");
 
   const int64_t n = mesh.num_devices();
@@ -336,16 +350,7 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
         absl::StrCat(ToString(op), " from ", ToString(in), " to ", ToString(out), ": ", Absl(why)));
   };
   if (op.kind != CollectiveKind::kAllToAllV) return fail("not an all_to_all_v");
-  if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return fail(Std(s.message()));
-  if (absl::Status s = Validate(mesh, out); !s.ok()) return fail(Std(s.message()));
-  if (in.element_type != out.element_type) return fail("element types differ");
-  if (in.rank() != out.rank()) return fail("ranks differ");
-  for (int i = 0; i < in.rank(); ++i) {
-    if (in.dims[i].size != out.dims[i].size) return fail("global shapes differ");
-  }
-  if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
-    return fail("partial axes differ");
-  }
+  if (absl::Status s = CheckSameArray(mesh, in, op, out); !s.ok()) return fail(Std(s.message()));
   const std::vector<int64_t> in_local = LocalShape(mesh, in);
   const std::vector<int64_t> out_local = LocalShape(mesh, out);
   if (op.out_shape != out_local) {
