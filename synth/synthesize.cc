@@ -651,17 +651,6 @@ void PairPermutes(const Mesh& mesh, const DistType& from, const CostModel& model
   }
 }
 
-double StepsCostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
-                   const CostModel& model) {
-  double us = 0;
-  const DistType* current = &from;
-  for (const Step& step : steps) {
-    us += StepUs(mesh, *current, step.op, step.type, model);
-    current = &step.type;
-  }
-  return us;
-}
-
 // The model to minimise, or nullptr for the bytes objective.
 const CostModel* TimeModel(const SynthesisOptions& options) {
   return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
@@ -683,7 +672,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
       n.ok()) {
     normal = *std::move(n);
     PairPermutes(mesh, from, options.cost_model, *normal);
-    double us = StepsCostUs(mesh, from, *normal, options.cost_model);
+    double us = CostUs(mesh, from, *normal, options.cost_model);
     search.max_cost_us = us + 1e-9 * std::max(1.0, us);
     if (search.cost_model == nullptr) search.max_cost = TotalBytes(mesh, from, *normal);
   }
@@ -693,7 +682,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     // The search prices permutes exactly as PairPermutes does, so normal can only tie; keep
     // the cheaper under the rounding ComputeMetrics applies.
     auto key = [&](const std::vector<Step>& plan) {
-      double us = RoundCostUs(StepsCostUs(mesh, from, plan, options.cost_model));
+      double us = RoundCostUs(CostUs(mesh, from, plan, options.cost_model));
       int64_t bytes = TotalBytes(mesh, from, plan);
       return search.cost_model == nullptr ? std::make_pair(static_cast<double>(bytes), us)
                                           : std::make_pair(us, static_cast<double>(bytes));
@@ -797,8 +786,8 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
       if (normal.ok()) {
         PairPermutes(mesh, from, options.cost_model, *normal);
         // Direct only when strictly cheaper: normal keeps the memory bound.
-        if (RoundCostUs(StepsCostUs(mesh, from, *normal, options.cost_model)) <=
-            RoundCostUs(StepsCostUs(mesh, from, steps, options.cost_model))) {
+        if (RoundCostUs(CostUs(mesh, from, *normal, options.cost_model)) <=
+            RoundCostUs(CostUs(mesh, from, steps, options.cost_model))) {
           steps = *std::move(normal);
         }
       }
