@@ -363,6 +363,13 @@ absl::StatusOr<std::vector<Obligation>> SynthesizerObligations(
               if (source != target) received += b;
             }
             break;
+          case CollectiveKind::kAllToAllV:
+            // The boxes other devices send (local copies receive nothing), as the interpreter
+            // counts them.
+            for (const Transfer& t : op.transfers) {
+              if (t.source != t.target) received += bytes_of(t.shape);
+            }
+            break;
           default:
             break;
         }

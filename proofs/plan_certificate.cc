@@ -119,6 +119,71 @@ absl::Status CheckDivisible(int64_t dim, int64_t k, const char* attribute,
   return absl::OkStatus();
 }
 
+int64_t Volume(const std::vector<int64_t>& shape) {
+  int64_t v = 1;
+  for (int64_t e : shape) v *= e;
+  return v;
+}
+
+// The interpreter's execution rule for all_to_all_v (ExecuteCollective), on shapes: every
+// transfer names devices in range, has boxes of the buffers' rank inside the input (`in`) and
+// the output (op.out_shape), and every element of every device's output is written exactly
+// once. "Exactly once" is checked as: the boxes written into one device are pairwise disjoint
+// and their volumes sum to the output's element count — equivalent to the interpreter's
+// per-element bitmap, without allocating devices × elements flags for large buffers. A
+// property of the op alone; no typing rule is consulted.
+absl::Status CheckAllToAllVExecutes(const Mesh& mesh, const Collective& op,
+                                    const std::vector<int64_t>& in) {
+  const int64_t n = mesh.num_devices();
+  const size_t rank = op.out_shape.size();
+  for (int64_t e : op.out_shape) {
+    if (e < 0) return absl::InvalidArgumentError("out_shape has a negative extent");
+  }
+  const int64_t out_elements = Volume(op.out_shape);
+  std::vector<std::vector<const Transfer*>> by_target(n);
+  std::vector<int64_t> written(n, 0);
+  for (const Transfer& t : op.transfers) {
+    std::string where = absl::StrCat("transfer ", t.source, " -> ", t.target);
+    if (t.source < 0 || t.source >= n || t.target < 0 || t.target >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " names a device out of range"));
+    }
+    if (t.shape.size() != rank || t.source_offset.size() != rank ||
+        t.target_offset.size() != rank || in.size() != rank) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": rank mismatch"));
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      if (t.shape[i] < 0 || t.source_offset[i] < 0 || t.target_offset[i] < 0 ||
+          t.source_offset[i] + t.shape[i] > in[i] ||
+          t.target_offset[i] + t.shape[i] > op.out_shape[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": box leaves a buffer in dimension ", i));
+      }
+    }
+    const int64_t volume = Volume(t.shape);
+    if (volume == 0) continue;  // Writes nothing.
+    for (const Transfer* other : by_target[t.target]) {
+      bool overlap = true;
+      for (size_t i = 0; i < rank && overlap; ++i) {
+        overlap = t.target_offset[i] < other->target_offset[i] + other->shape[i] &&
+                  other->target_offset[i] < t.target_offset[i] + t.shape[i];
+      }
+      if (overlap) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": writes an element of device ", t.target, " twice"));
+      }
+    }
+    by_target[t.target].push_back(&t);
+    written[t.target] += volume;
+  }
+  for (int64_t d = 0; d < n; ++d) {
+    if (written[d] != out_elements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", d, "'s output is not completely written"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The local shape after `op` on buffers of shape `in`, or why `op` cannot execute.
 absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collective& op,
                                                std::vector<int64_t> shape) {
@@ -154,6 +219,9 @@ absl::StatusOr<std::vector<int64_t>> Propagate(const Mesh& mesh, const Collectiv
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kCollectivePermute:
       return shape;
+    case CollectiveKind::kAllToAllV:
+      if (absl::Status s = CheckAllToAllVExecutes(mesh, op, shape); !s.ok()) return s;
+      return op.out_shape;
     default:
       break;
   }
@@ -243,6 +311,64 @@ std::vector<Term> StepBack(const Mesh& mesh, z3::context& ctx, const Collective&
           }
         }
         t.coords = std::move(source);
+        result.push_back(std::move(t));
+      }
+      break;
+    }
+    case CollectiveKind::kAllToAllV: {
+      // Propagate checked that the non-empty boxes written into each device tile its output
+      // exactly, so for a device d and an in-range l exactly one transfer t has target d and
+      // a box containing l; the element is read from t.source at l - target_offset +
+      // source_offset. Encoded as an ite chain over the target devices (outer) and over
+      // each device's boxes (inner, the last box the default: the tiling makes it the only
+      // one left).
+      Axes all = AllAxes(mesh);
+      const size_t rank = op.out_shape.size();
+      std::vector<std::vector<const Transfer*>> by_target(mesh.num_devices());
+      for (const Transfer& x : op.transfers) {
+        if (Volume(x.shape) > 0) by_target[x.target].push_back(&x);
+      }
+      for (Term& t : terms) {
+        z3::expr linear = MixedRadix(ctx, t.coords, all);
+        // Read position for a transfer: coordinates (n_axes) then local index (rank).
+        auto read = [&](const Transfer& x) {
+          Exprs r;
+          std::vector<int64_t> s = mesh.Coordinates(x.source);
+          for (int a = 0; a < mesh.num_axes(); ++a) r.push_back(ctx.int_val(s[a]));
+          for (size_t i = 0; i < rank; ++i) {
+            r.push_back(t.local[i] + ctx.int_val(x.source_offset[i] - x.target_offset[i]));
+          }
+          return r;
+        };
+        std::optional<Exprs> outer;
+        for (int64_t d = mesh.num_devices(); d-- > 0;) {
+          const std::vector<const Transfer*>& boxes = by_target[d];
+          if (boxes.empty()) continue;  // Only when the output has no elements.
+          Exprs inner = read(*boxes.back());
+          for (size_t b = boxes.size() - 1; b-- > 0;) {
+            const Transfer& x = *boxes[b];
+            z3::expr inside = ctx.bool_val(true);
+            for (size_t i = 0; i < rank; ++i) {
+              inside = inside && t.local[i] >= ctx.int_val(x.target_offset[i]) &&
+                       t.local[i] < ctx.int_val(x.target_offset[i] + x.shape[i]);
+            }
+            Exprs r = read(x);
+            for (size_t e = 0; e < r.size(); ++e) inner[e] = z3::ite(inside, r[e], inner[e]);
+          }
+          if (!outer) {
+            outer = std::move(inner);
+          } else {
+            z3::expr is_d = linear == ctx.int_val(d);
+            for (size_t e = 0; e < inner.size(); ++e) {
+              (*outer)[e] = z3::ite(is_d, inner[e], (*outer)[e]);
+            }
+          }
+        }
+        if (outer) {
+          const int n_axes = mesh.num_axes();
+          for (int a = 0; a < n_axes; ++a) t.coords[a] = (*outer)[a];
+          for (size_t i = 0; i < rank; ++i) t.local[i] = (*outer)[n_axes + i];
+        }
         result.push_back(std::move(t));
       }
       break;

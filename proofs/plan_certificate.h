@@ -36,8 +36,9 @@ struct PlanCertificate {
   // "plan.correct": kProved, kRefuted, kUnknown, or kError when the steps cannot execute on
   // buffers of the source's local shape (a dimension out of range, a size not divisible by
   // the group size, bad mesh_axes or permute pairs: the cases where the interpreter's
-  // ExecuteCollective returns InvalidArgument; `message` names the step). A collective kind
-  // the certificate does not model yet (all_to_all_v) gives kUnknown, never kProved.
+  // ExecuteCollective returns InvalidArgument; `message` names the step; for all_to_all_v:
+  // a transfer out of range, or an output element written twice or never). A collective
+  // kind the certificate does not model gives kUnknown, never kProved.
   Obligation obligation;
   // The local shape every device's buffer actually has: the source's, then after each step
   // (propagated through the ops' data semantics, ignoring declared types). Covers the steps

@@ -244,6 +244,127 @@ TEST(PlanCertificate, SummandCountedTwiceIsRefuted) {
   EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, *cert->obligation.counterexample), "");
 }
 
+TEST(PlanCertificate, DirectPlansAreProved) {
+  // Strategy direct: one all_to_all_v (after an all_reduce for partial sources).
+  const char* cases[][3] = {
+      {"x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]"},
+      {"x=2,y=2", "f32[8{x,y}]", "f32[8{y,x}]"},
+      {"x=4,y=2", "f32[8{x},16,8{y}]", "f32[8,16{x,y},8]"},
+      {"x=2,y=3", "f32[12{x},6{y}]", "f32[12{y},6{x}]"},
+      {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8{x},8]"},
+      {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8,8{y}] partial{x}"},
+  };
+  int with_v = 0;
+  for (const auto& c : cases) {
+    Plan plan = Synth(c[0], c[1], c[2], Strategy::kDirect);
+    for (const Step& step : plan.steps) with_v += step.op.kind == CollectiveKind::kAllToAllV;
+    absl::StatusOr<PlanVerification> v = VerifyPlan(plan, {});
+    ASSERT_TRUE(v.ok()) << v.status();
+    for (const Obligation& o : v->obligations) {
+      EXPECT_EQ(o.status, ObligationStatus::kProved)
+          << c[0] << " " << c[1] << " -> " << c[2] << "\n"
+          << ObligationToText(o);
+    }
+  }
+  EXPECT_GE(with_v, 4);  // The cases exercise all_to_all_v, not only a fallback.
+}
+
+// The all_to_all_v of the direct plan for `from` -> `to` (the plan's only such step).
+Plan DirectPlan(const std::string& mesh, const std::string& from, const std::string& to,
+                size_t* v_step) {
+  Plan plan = Synth(mesh, from, to, Strategy::kDirect);
+  *v_step = plan.steps.size();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (plan.steps[s].op.kind == CollectiveKind::kAllToAllV) *v_step = s;
+  }
+  EXPECT_LT(*v_step, plan.steps.size()) << "no all_to_all_v in the direct plan";
+  return plan;
+}
+
+TEST(PlanCertificate, MutatedAllToAllVIsRefuted) {
+  size_t v = 0;
+  Plan plan = DirectPlan("x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]", &v);
+  ASSERT_LT(v, plan.steps.size());
+  ASSERT_EQ(Certify(plan).obligation.status, ObligationStatus::kProved);
+  std::vector<Transfer>& transfers = plan.steps[v].op.transfers;
+  // Swap the sources of two transfers with equal box shapes, different sources and different
+  // targets: every element is still written once, but two boxes carry the wrong data.
+  bool swapped = false;
+  for (size_t a = 0; a < transfers.size() && !swapped; ++a) {
+    for (size_t b = a + 1; b < transfers.size() && !swapped; ++b) {
+      if (transfers[a].source != transfers[b].source &&
+          transfers[a].target != transfers[b].target &&
+          transfers[a].shape == transfers[b].shape) {
+        std::swap(transfers[a].source, transfers[b].source);
+        swapped = true;
+      }
+    }
+  }
+  ASSERT_TRUE(swapped);
+  ExpectRefutedAndConfirmed(plan);
+
+  // Shift a source offset within the buffer: the box reads neighbouring elements.
+  Plan shifted = DirectPlan("x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]", &v);
+  Transfer& t = shifted.steps[v].op.transfers.front();
+  const std::vector<int64_t> in = LocalShape(shifted.mesh, shifted.source);
+  bool moved = false;
+  for (size_t i = 0; i < t.shape.size() && !moved; ++i) {
+    if (t.source_offset[i] + t.shape[i] < in[i]) {
+      ++t.source_offset[i];
+      moved = true;
+    } else if (t.source_offset[i] > 0) {
+      --t.source_offset[i];
+      moved = true;
+    }
+  }
+  ASSERT_TRUE(moved);
+  ExpectRefutedAndConfirmed(shifted);
+
+  // Across a reduction: the direct plan of a partial source, with two sources swapped.
+  Plan partial = DirectPlan("x=2,y=2", "f32[8{x},8] partial{y}", "f32[8{y},8]", &v);
+  if (v < partial.steps.size()) {
+    std::vector<Transfer>& ts = partial.steps[v].op.transfers;
+    for (size_t a = 0; a < ts.size(); ++a) {
+      for (size_t b = a + 1; b < ts.size(); ++b) {
+        if (ts[a].source != ts[b].source && ts[a].target != ts[b].target &&
+            ts[a].shape == ts[b].shape) {
+          std::swap(ts[a].source, ts[b].source);
+          ExpectRefutedAndConfirmed(partial);
+          return;
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanCertificate, AllToAllVThatCannotExecuteIsAnError) {
+  size_t v = 0;
+  const Plan plan = DirectPlan("x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]", &v);
+  ASSERT_LT(v, plan.steps.size());
+  auto expect_error = [&](const Plan& bad, const char* message) {
+    PlanCertificate cert = Certify(bad);
+    EXPECT_EQ(cert.obligation.status, ObligationStatus::kError) << ObligationToText(cert.obligation);
+    EXPECT_THAT(cert.obligation.message, HasSubstr(message));
+    bool cannot_execute = false;
+    absl::Status verdict =
+        InterpreterVerdict(bad.mesh, bad.source, bad.target, bad.steps, &cannot_execute);
+    EXPECT_TRUE(cannot_execute) << verdict;
+    EXPECT_THAT(std::string(verdict.message()), HasSubstr(message));
+  };
+  Plan dropped = plan;
+  dropped.steps[v].op.transfers.pop_back();
+  expect_error(dropped, "not completely written");
+  Plan twice = plan;
+  twice.steps[v].op.transfers.push_back(twice.steps[v].op.transfers.front());
+  expect_error(twice, "twice");
+  Plan outside = plan;
+  outside.steps[v].op.transfers.front().target_offset[0] += 100;
+  expect_error(outside, "box leaves a buffer");
+  Plan no_device = plan;
+  no_device.steps[v].op.transfers.front().source = 99;
+  expect_error(no_device, "out of range");
+}
+
 TEST(PlanCertificate, PlansThatCannotExecuteAreErrors) {
   Mesh mesh = M("x=2,y=3");
   DistType from = T(mesh, "f32[8,6]");
