@@ -13,7 +13,8 @@
 //   absl::Status s = reshard::WriteReport(report, "build/verification");
 //
 // Suite format: one case per line, `mesh | from | to [| strategy]`; `#` starts a comment;
-// blank lines are ignored. Strategy defaults to normal.
+// blank lines are ignored. Strategy defaults to normal. A line without '|' may separate its
+// fields with ';' instead (bench/cases.txt's `mesh ; from ; to`).
 #ifndef RESHARD_PROOFS_VERIFY_H_
 #define RESHARD_PROOFS_VERIFY_H_
 

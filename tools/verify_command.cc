@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "proofs/obligation.h"
 #include "proofs/verify.h"
@@ -107,9 +108,32 @@ int RunSuiteCommand(const VerifyFlags& flags, const VerifyOptions& options) {
     return Fail(absl::StrCat("--suite '", flags.suite, "': ", cases.status().message()),
                 kExitBadInput);
   }
-  SuiteReport report = RunSuite(*cases, options);
   std::string command =
       absl::StrCat("reshard verify --suite ", flags.suite, " --report ", flags.report);
+  if (!flags.strategies.empty()) {
+    std::vector<std::string> names;
+    if (flags.strategies == "all") {
+      for (Strategy s : AllStrategies()) names.emplace_back(StrategyName(s));
+    } else {
+      names = absl::StrSplit(flags.strategies, ',');
+    }
+    for (const std::string& name : names) {
+      if (!ParseStrategy(name).ok()) {
+        return Fail(absl::StrCat("--strategies: unknown strategy '", name, "'"), kExitBadInput);
+      }
+    }
+    // Strategy-major order keeps each strategy's cases together in the report.
+    std::vector<SuiteCase> expanded;
+    for (const std::string& name : names) {
+      for (SuiteCase c : *cases) {
+        c.strategy = name;
+        expanded.push_back(std::move(c));
+      }
+    }
+    *cases = std::move(expanded);
+    absl::StrAppend(&command, " --strategies ", flags.strategies);
+  }
+  SuiteReport report = RunSuite(*cases, options);
   if (absl::Status s = WriteReport(report, flags.report, command); !s.ok()) {
     return Fail(s.message(), kExitBadInput);
   }
@@ -154,10 +178,15 @@ CLI::App* AddVerifyCommand(CLI::App& app, VerifyFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   verify->add_flag("--json", flags.json, "Print the result as one JSON object");
   verify->add_option("--suite", flags.suite,
-                     "Verify every case of a suite file (`mesh | from | to [| strategy]`)")
+                     "Verify every case of a suite file (`mesh | from | to [| strategy]`, or "
+                     "bench/cases.txt's `mesh ; from ; to`)")
       ->type_name("FILE");
   verify->add_option("--report", flags.report, "With --suite: write report.md and report.json here")
       ->type_name("DIR");
+  verify->add_option("--strategies", flags.strategies,
+                     "With --suite: verify every case under each of these strategies "
+                     "(comma-separated, or 'all'), overriding the cases' own")
+      ->type_name("S,S,...");
   verify->footer(
       "Exit codes: 0 proved, 1 refuted (counterexample printed), 2 bad input, 3 unknown "
       "(timeout; never reported as proved).");

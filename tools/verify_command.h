@@ -27,6 +27,9 @@ struct VerifyFlags {
   bool json = false;
   std::string suite;
   std::string report;
+  // With --suite: verify every case once per strategy in this comma-separated list ("all" =
+  // every strategy of synth), overriding the cases' own strategies.
+  std::string strategies;
 };
 
 // Registers the `verify` subcommand (its options bind to `flags`) and returns it.
