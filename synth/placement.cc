@@ -34,12 +34,8 @@ bool Contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-// How one mesh axis enters a linear index: accumulator `slot` (-1: not at all) grows by
-// `weight` per unit of the axis coordinate.
-struct Role {
-  int slot = -1;
-  int64_t weight = 0;
-};
+// How one mesh axis enters a linear index (placement.h).
+using Role = AxisRole;
 
 // Per mesh axis: its stride in the block index of its dimension (slot = dimension), or in the
 // summand index (slot = rank; partial axes in mesh order, the last one least significant).
@@ -127,7 +123,15 @@ int64_t Saturate(__int128 value) {
 }  // namespace
 
 int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
-  const std::vector<Role> key_in = KeyRoles(mesh, in);
+  return MovedDevicesFrom(mesh, in).To(out, work);
+}
+
+MovedDevicesFrom::MovedDevicesFrom(const Mesh& mesh, const DistType& in)
+    : mesh_(mesh), key_in_(KeyRoles(mesh, in)) {}
+
+int64_t MovedDevicesFrom::To(const DistType& out, int64_t* work) const {
+  const Mesh& mesh = mesh_;
+  const std::vector<Role>& key_in = key_in_;
   const std::vector<Role> key_out = KeyRoles(mesh, out);
   const int64_t n = mesh.num_devices();
   if (n <= kWalkDevices) {

@@ -16,6 +16,7 @@
 #define RESHARD_SYNTH_PLACEMENT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
@@ -31,6 +32,25 @@ namespace reshard::internal {
 // the number of steps taken, for callers that budget their work.
 int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out,
                      int64_t* work = nullptr);
+
+// How one mesh axis enters a placement key (see placement.cc): accumulator `slot` (-1: not
+// at all) grows by `weight` per unit of the axis coordinate.
+struct AxisRole {
+  int slot = -1;
+  int64_t weight = 0;
+};
+
+// MovedDevices from one `in` to many outputs (a permute class): the same counts and work,
+// with `in`'s placement key built once rather than per output.
+class MovedDevicesFrom {
+ public:
+  MovedDevicesFrom(const Mesh& mesh, const DistType& in);
+  int64_t To(const DistType& out, int64_t* work = nullptr) const;
+
+ private:
+  const Mesh& mesh_;
+  std::vector<AxisRole> key_in_;
+};
 
 // The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
 // lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.

@@ -67,7 +67,11 @@ void ForEachOrderedTuple(const std::vector<std::string>& pool,
 
 struct Edge {
   Collective op;  // For permutes, the pairs are filled in only on the returned path.
-  DistType type;
+  DistType type;  // Empty when `member` is set.
+  // A permute's result: a member of the permute class, borrowed (the class outlives the
+  // edges) so that the many permute edges of a state copy no type until one becomes a node.
+  const DistType* member = nullptr;
+  const DistType& result() const { return member != nullptr ? *member : type; }
   int64_t cost = 0;  // Total bytes received.
   double us = 0;     // Modeled time (time mode); -1 for a permute not priced yet.
 };
@@ -126,6 +130,24 @@ class Searcher {
     return work_ <= options_.max_work;
   }
   bool OverBudget() const { return work_ > options_.max_work; }
+  // A compact identity of a canonical state: element type and global shape are fixed within
+  // one search, so the mesh axis indices of each dimension (a 0 ending the dimension) followed
+  // by the partial axes' indices (canonical order) determine the type. Each index is written
+  // as index + 1 in base-128 varint, which never contains a 0 byte.
+  std::string TypeKey(const DistType& type) const {
+    std::string key;
+    key.reserve(mesh_.num_axes() + type.rank() + 1);
+    auto put = [&key](uint64_t v) {
+      for (; v >= 128; v >>= 7) key.push_back(static_cast<char>((v & 127) | 128));
+      key.push_back(static_cast<char>(v));
+    };
+    for (const Dim& dim : type.dims) {
+      for (const std::string& axis : dim.axes) put(mesh_.AxisIndex(axis) + 1);
+      key.push_back(0);
+    }
+    for (const std::string& axis : type.partial) put(mesh_.AxisIndex(axis) + 1);
+    return key;
+  }
 
   std::vector<Edge> Neighbors(const DistType& s);
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
@@ -208,14 +230,14 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
 std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
-  auto add = [&](Collective op, DistType next, int64_t cost) {
+  auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr) {
     Charge(kTypeWork);
     double us = 0;
     if (timed()) {
       us = op.kind == CollectiveKind::kCollectivePermute ? -1
                                                           : options_.cost_model->StepCostUs(mesh_, s, op);
     }
-    edges.push_back(Edge{std::move(op), std::move(next), cost, us});
+    edges.push_back(Edge{std::move(op), std::move(next), member, cost, us});
   };
 
   std::vector<std::string> unused;
@@ -293,12 +315,13 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   }
   if (options_.allow_permute) {
     const PermuteClassInfo& info = PermuteClass(s);
+    const internal::MovedDevicesFrom moved_from(mesh_, s);
     for (const DistType& member : info.members) {
       if (member == s || OverBudget()) continue;
       int64_t steps = 0;
-      const int64_t moved = internal::MovedDevices(mesh_, s, member, &steps);
+      const int64_t moved = moved_from.To(member, &steps);
       Charge(steps * kCountStepWork);
-      add(Collective::Permute({}), member, moved * in_bytes);
+      add(Collective::Permute({}), DistType{}, moved * in_bytes, &member);
     }
   }
   return edges;
@@ -318,13 +341,14 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                      " local bytes, above the bound of ", options_.max_local_bytes));
   }
   std::vector<Node> nodes;
+  // Keyed by TypeKey, not ToString: printing every edge's type dominated the search.
   absl::flat_hash_map<std::string, int> index;
   // Min-heap on (time + heuristic, bytes, steps, node id); time terms are 0 in bytes mode, so
   // that mode orders exactly by (bytes, steps, discovery).
   using Entry = std::tuple<double, int64_t, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false, 0, Heuristic(from_)});
-  index.emplace(ToString(from_), 0);
+  index.emplace(TypeKey(from_), 0);
   queue.emplace(nodes[0].h, 0, 0, 0);
   generated_ = 1;
   int64_t& settled = settled_;
@@ -363,9 +387,15 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
       if (new_cost > options_.max_cost) continue;
-      if (LocalBytes(mesh_, edge.type) > options_.max_local_bytes) continue;
+      // all_to_all and permutes keep the local size (and `current` is within the bound), so
+      // only the other kinds need the check, which builds the local shape.
+      if (edge.op.kind != CollectiveKind::kAllToAll &&
+          edge.op.kind != CollectiveKind::kCollectivePermute &&
+          LocalBytes(mesh_, edge.result()) > options_.max_local_bytes) {
+        continue;
+      }
       int new_steps = steps + 1;
-      std::string key = ToString(edge.type);
+      std::string key = TypeKey(edge.result());
       auto it = index.find(key);
       Node* existing = it == index.end() ? nullptr : &nodes[it->second];
       if (existing != nullptr && existing->settled) continue;
@@ -385,16 +415,17 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                       ? optimistic
                       : options_.cost_model->StepCostUs(
                             mesh_, current,
-                            MinimalPermute(mesh_, current, edge.type, options_.cost_model));
+                            MinimalPermute(mesh_, current, edge.result(), options_.cost_model));
       }
       double new_us = us + edge.us;
       if (timed() && new_us > options_.max_cost_us) continue;
       if (existing == nullptr) {
         int node_id = static_cast<int>(nodes.size());
         index.emplace(std::move(key), node_id);
-        double h = Heuristic(edge.type);
+        double h = Heuristic(edge.result());
         if (OverBudget()) return WorkExhausted();
-        nodes.push_back(Node{std::move(edge.type), new_cost, new_steps, id, std::move(edge.op),
+        DistType type = edge.member != nullptr ? *edge.member : std::move(edge.type);
+        nodes.push_back(Node{std::move(type), new_cost, new_steps, id, std::move(edge.op),
                              false, new_us, h});
         ++generated_;
         queue.emplace(new_us + h, new_cost, new_steps, node_id);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -111,10 +112,40 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
 
   const std::vector<int64_t> source_local = LocalShape(mesh, source);
   const std::vector<int64_t> target_local = LocalShape(mesh, target);
+  // Block offsets as sums of coordinate * weight over each dimension's axes (what BlockOffset
+  // computes), with the coordinates advanced as a mixed-radix counter: Synthesize calls this
+  // once per plan, and per-device BlockOffset calls (axis lookups by name, two allocations)
+  // were a large share of its latency.
+  struct Term {
+    int dim;
+    int axis;
+    int64_t weight;
+  };
+  auto terms_of = [&mesh](const DistType& type, const std::vector<int64_t>& local) {
+    std::vector<Term> terms;
+    for (int i = 0; i < type.rank(); ++i) {
+      int64_t stride = 1;
+      const std::vector<std::string>& axes = type.dims[i].axes;
+      for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+        const int index = mesh.AxisIndex(*a);
+        RESHARD_CHECK(index >= 0) << "unknown mesh axis '" << *a << "'";
+        terms.push_back(Term{i, index, stride * local[i]});
+        stride *= mesh.axes()[index].size;
+      }
+    }
+    return terms;
+  };
+  const std::vector<Term> source_terms = terms_of(source, source_local);
+  const std::vector<Term> target_terms = terms_of(target, target_local);
+  const int k = mesh.num_axes();
+  std::vector<int64_t> coord(k, 0);
+  std::vector<int64_t> source_offset(target.rank()), target_offset(target.rank());
   __int128 total = 0;
   for (int64_t d = 0; d < n; ++d) {
-    std::vector<int64_t> source_offset = BlockOffset(mesh, source, d);
-    std::vector<int64_t> target_offset = BlockOffset(mesh, target, d);
+    std::fill(source_offset.begin(), source_offset.end(), 0);
+    std::fill(target_offset.begin(), target_offset.end(), 0);
+    for (const Term& t : source_terms) source_offset[t.dim] += coord[t.axis] * t.weight;
+    for (const Term& t : target_terms) target_offset[t.dim] += coord[t.axis] * t.weight;
     int64_t held = 1;
     for (int i = 0; i < target.rank(); ++i) {
       int64_t lo = std::max(source_offset[i], target_offset[i]);
@@ -122,6 +153,11 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
       held *= std::max<int64_t>(0, hi - lo);
     }
     total += target_elements - held;
+    // Next device id: the last mesh axis varies fastest (Mesh::Coordinates).
+    for (int a = k - 1; a >= 0; --a) {
+      if (++coord[a] < mesh.axes()[a].size) break;
+      coord[a] = 0;
+    }
   }
   return Saturate(total * element_bytes);
 }
