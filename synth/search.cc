@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -153,7 +155,10 @@ class Searcher {
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
   // the work budget ran out while enumerating it.
   struct PermuteClassInfo {
-    std::vector<DistType> members;
+    // Shared with SearchOptions::class_cache when there is one; never null once built.
+    std::shared_ptr<const std::vector<DistType>> members;
+    // Its key in SearchOptions::class_cache; empty without a cache or when incomplete.
+    std::string shared_key;
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
@@ -179,6 +184,26 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   std::string key = absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
   auto it = classes_.find(key);
   if (it != classes_.end()) return it->second;
+  // The shared cache also depends on the axes this search may place (relevant_axes_) and,
+  // for safety, on the global shape.
+  std::string shared_key;
+  if (options_.class_cache != nullptr) {
+    std::vector<int64_t> sizes;
+    for (const Dim& dim : s.dims) sizes.push_back(dim.size);
+    shared_key = absl::StrCat(key, "|", absl::StrJoin(relevant_axes_, ","), "|",
+                              absl::StrJoin(sizes, ","), "|", static_cast<int>(s.element_type));
+    auto shared = options_.class_cache->classes.find(shared_key);
+    // Charged exactly as the enumeration below would be (kTypeWork per member); when that
+    // would exceed the budget, enumerate after all so the budget cuts it at the same point.
+    if (shared != options_.class_cache->classes.end() &&
+        work_ + static_cast<int64_t>(shared->second->size()) * kTypeWork <= options_.max_work) {
+      work_ += static_cast<int64_t>(shared->second->size()) * kTypeWork;
+      PermuteClassInfo info;
+      info.members = shared->second;  // Shared, not copied.
+      info.shared_key = shared_key;
+      return classes_.emplace(key, std::move(info)).first->second;
+    }
+  }
 
   std::vector<DistType> members;
   std::vector<std::string> pool;
@@ -219,10 +244,14 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
     rec(0, t.dims[0].size / local[0]);
   }
   PermuteClassInfo info;
-  info.members = std::move(members);
+  info.members = std::make_shared<const std::vector<DistType>>(std::move(members));
   if (OverBudget()) {
     partial_class_ = std::move(info);
     return partial_class_;
+  }
+  if (options_.class_cache != nullptr) {
+    options_.class_cache->classes[shared_key] = info.members;
+    info.shared_key = shared_key;
   }
   return classes_.emplace(key, std::move(info)).first->second;
 }
@@ -315,11 +344,27 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
   }
   if (options_.allow_permute) {
     const PermuteClassInfo& info = PermuteClass(s);
-    const internal::MovedDevicesFrom moved_from(mesh_, s);
-    for (const DistType& member : info.members) {
+    // Counts from s to each member, remembered across the searches sharing the cache (the
+    // same states recur in the middle searches of different candidates). The work charged
+    // is the same whether remembered or counted.
+    std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
+    if (!info.shared_key.empty()) {
+      memo = &options_.class_cache->moved[absl::StrCat(info.shared_key, "#", TypeKey(s))];
+      if (memo->empty()) memo->assign(info.members->size(), {-1, 0});
+    }
+    std::optional<internal::MovedDevicesFrom> moved_from;  // Built on the first count.
+    for (size_t m = 0; m < info.members->size(); ++m) {
+      const DistType& member = (*info.members)[m];
       if (member == s || OverBudget()) continue;
       int64_t steps = 0;
-      const int64_t moved = moved_from.To(member, &steps);
+      int64_t moved = 0;
+      if (memo != nullptr && (*memo)[m].first >= 0) {
+        std::tie(moved, steps) = (*memo)[m];
+      } else {
+        if (!moved_from) moved_from.emplace(mesh_, s);
+        moved = moved_from->To(member, &steps);
+        if (memo != nullptr) (*memo)[m] = {moved, steps};
+      }
       Charge(steps * kCountStepWork);
       add(Collective::Permute({}), DistType{}, moved * in_bytes, &member);
     }

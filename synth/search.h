@@ -37,8 +37,12 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
@@ -47,6 +51,15 @@
 #include "typesys/plan.h"
 
 namespace reshard {
+
+// Permute classes (the types one permute reaches) kept across the searches of one caller,
+// e.g. the middle searches of one Synthesize call, which enumerate the same class again per
+// candidate. Only for searches on the same mesh, element type and global shape.
+struct PermuteClassCache {
+  absl::flat_hash_map<std::string, std::shared_ptr<const std::vector<DistType>>> classes;
+  // Per (class, source type): MovedDevices to each member and its work (-1: not computed).
+  absl::flat_hash_map<std::string, std::vector<std::pair<int64_t, int64_t>>> moved;
+};
 
 struct SearchOptions {
   // States whose local bytes exceed this are pruned (never entered).
@@ -83,6 +96,9 @@ struct SearchOptions {
   // Callers that re-pair permutes anyway (Synthesize does) turn it off: building pairs visits
   // every device.
   bool fill_permute_pairs = true;
+  // When set (not owned), permute classes are looked up here first and stored here. The
+  // work charged is the same as enumerating them, so results do not depend on the cache.
+  PermuteClassCache* class_cache = nullptr;
 };
 
 // What a search did, for callers that budget several searches.

@@ -373,6 +373,7 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
                                          const std::vector<Append>& appends, const DistType& y,
                                          int64_t budget, MiddleBudget& left,
+                                         PermuteClassCache& classes,
                                          const CostModel* model, double budget_us) {
   StepBuilder builder(mesh, from);
   EmitDescent(appends, builder);
@@ -394,6 +395,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     // huge meshes.
     options.max_work = std::max<int64_t>(left.work, 0);
     options.fill_permute_pairs = false;
+    options.class_cache = &classes;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
@@ -425,7 +427,8 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
 // devices).
 absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
                                                 const DistType& to, const CostModel* model,
-                                                const internal::LowerBounds& bounds) {
+                                                const internal::LowerBounds& bounds,
+                                                PermuteClassCache& classes) {
   if (from == to) return std::vector<Step>{};
 
   // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
@@ -491,7 +494,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
     if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
     absl::StatusOr<std::vector<Step>> steps =
         Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               left, model,
+               left, classes, model,
                best ? best_us : std::numeric_limits<double>::infinity());
     if (steps.ok()) consider(*std::move(steps));
   }
@@ -604,11 +607,15 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
     return *std::move(fast);
   }
-  absl::StatusOr<std::vector<Step>> bytes = NormalValleys(mesh, from, to, nullptr, bounds);
+  // The middle searches of both passes share their permute classes (each candidate's search
+  // would otherwise enumerate the same class again).
+  PermuteClassCache classes;
+  absl::StatusOr<std::vector<Step>> bytes =
+      NormalValleys(mesh, from, to, nullptr, bounds, classes);
   if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
     return bytes;
   }
-  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model, bounds);
+  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model, bounds, classes);
   if (!timed.ok()) return bytes;
   auto key = [&](const std::vector<Step>& steps) {
     return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),
