@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -272,7 +273,8 @@ absl::StatusOr<std::vector<Obligation>> SynthesizerObligations(
   };
   std::vector<Obligation> out;
   try {
-    z3::context ctx;
+    std::optional<z3::context> owned;
+    z3::context& ctx = options.context != nullptr ? *options.context : owned.emplace();
 
     // plan.ends_at_target
     {

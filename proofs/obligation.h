@@ -27,6 +27,7 @@
 #include <vector>
 
 namespace z3 {
+class context;
 class expr;
 class model;
 }  // namespace z3
@@ -75,6 +76,10 @@ struct ProveOptions {
   // ~8x cheaper to create, and enough for quantifier-free linear queries such as plan
   // certificates. The nonlinear lemmas use the default (its nlsat tactic).
   bool simple_solver = false;
+  // Where CertifyPlan and SynthesizerObligations build their formulas; nullptr: each creates
+  // its own. VerifyPlan shares one per plan, because creating a context is most of a small
+  // plan's fixed cost. Not owned; must outlive the call.
+  z3::context* context = nullptr;
 };
 
 // Builds a counterexample from a model of the negated claim.

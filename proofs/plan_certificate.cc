@@ -561,7 +561,8 @@ absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& so
   Axes partial_axes = Resolve(mesh, source_partial);
 
   try {
-    z3::context ctx;
+    std::optional<z3::context> owned;
+    z3::context& ctx = options.context != nullptr ? *options.context : owned.emplace();
     const int n_axes = mesh.num_axes();
     Exprs coords, local;
     std::vector<z3::expr> domain;

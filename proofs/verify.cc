@@ -1,10 +1,13 @@
 #include "proofs/verify.h"
 
+#include <z3++.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
@@ -108,11 +111,26 @@ absl::StatusOr<PlanVerification> VerifyPlan(const Plan& plan, const VerifyOption
   // Per-plan queries are linear (or concrete): the plain SMT kernel suffices and is cheap.
   ProveOptions prove = options.prove;
   prove.simple_solver = true;
+  // One context for the certificate and the synthesizer obligations (see
+  // ProveOptions::context). Creating a context only throws when Z3 is out of memory.
+  std::optional<z3::context> shared;
+  if (prove.context == nullptr) {
+    try {
+      prove.context = &shared.emplace();
+    } catch (const z3::exception&) {
+      prove.context = nullptr;  // Each call then reports its own Z3 error.
+    }
+  }
   absl::StatusOr<PlanCertificate> cert =
       CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, prove);
   if (!cert.ok()) return cert.status();
   PlanVerification v;
   v.obligations.push_back(cert->obligation);
+  // A timed-out query interrupted the shared context (Z3_interrupt); the later queries get
+  // a fresh one rather than rely on when Z3 clears the interrupt.
+  if (cert->obligation.status == ObligationStatus::kUnknown && shared.has_value()) {
+    prove.context = nullptr;
+  }
   if (cert->local_shapes.size() == plan.steps.size() + 1) {
     absl::StatusOr<std::vector<Obligation>> synth = SynthesizerObligations(
         plan, cert->local_shapes, options.memory_bounded, prove);
