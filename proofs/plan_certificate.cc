@@ -7,7 +7,8 @@
 // (one per group member, enumerated concretely), so after the walk the target element is the
 // sum of the terms' source elements. All arithmetic is linear integer arithmetic: group
 // indices are mixed-radix sums with constant strides, and div/mod are only by constants (the
-// concrete local sizes propagated forward from the source).
+// concrete local sizes propagated forward from the source). all_to_all_v replaces a term by
+// fresh read-position variables defined by one implication per transfer (see StepBack).
 #include "proofs/plan_certificate.h"
 
 #include <z3++.h>
