@@ -130,8 +130,8 @@ void WriteSvg(const std::string& path, const std::vector<std::string>& labels,
       width, height);
   out << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   out << absl::StrFormat(
-      "<text x=\"%.0f\" y=\"16\" font-size=\"12\">Modeled speedup over gspmd per case "
-      "(log scale; default cost model)</text>\n",
+      "<text x=\"%.0f\" y=\"16\" font-size=\"12\">Modeled speedup per case, one bar per "
+      "pair in the legend (log scale; default cost model)</text>\n",
       left);
   for (double l = min_log; l <= max_log; l += 1) {
     double v = std::pow(10.0, l);
