@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 #include "proofs/lemmas.h"
 #include "proofs/obligation.h"
 #include "proofs/plan_certificate.h"
@@ -27,17 +28,8 @@ using ::reshard::testing::ConfirmCounterexample;
 using ::reshard::testing::InterpreterVerdict;
 using ::testing::HasSubstr;
 
-Mesh M(const std::string& text) {
-  absl::StatusOr<Mesh> mesh = ParseMesh(text);
-  EXPECT_TRUE(mesh.ok()) << mesh.status();
-  return *mesh;
-}
-
-DistType T(const Mesh& mesh, const std::string& text) {
-  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
-  EXPECT_TRUE(type.ok()) << text << ": " << type.status();
-  return *type;
-}
+using ::reshard::test::M;
+using ::reshard::test::T;
 
 Plan Synth(const std::string& mesh, const std::string& from, const std::string& to,
            Strategy strategy = Strategy::kNormal) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 #include "interp/interpreter.h"
 #include "synth/synthesize.h"
 #include "typesys/dist_type.h"
@@ -16,17 +17,8 @@
 namespace reshard {
 namespace {
 
-Mesh M(std::string_view text) {
-  absl::StatusOr<Mesh> mesh = ParseMesh(text);
-  EXPECT_TRUE(mesh.ok()) << mesh.status();
-  return *mesh;
-}
-
-DistType T(const Mesh& mesh, std::string_view text) {
-  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
-  EXPECT_TRUE(type.ok()) << type.status();
-  return *type;
-}
+using ::reshard::test::M;
+using ::reshard::test::T;
 
 // Synthesizes with strategy normal and checks the plan end to end on the interpreter.
 Plan NormalPlanThatRuns(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 #include "interp/interpreter.h"
 #include "synth/search.h"
 #include "synth/synthesize.h"
@@ -30,17 +31,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Mesh M(const std::string& text) {
-  absl::StatusOr<Mesh> mesh = ParseMesh(text);
-  EXPECT_TRUE(mesh.ok()) << mesh.status();
-  return *mesh;
-}
-
-DistType T(const Mesh& mesh, const std::string& text) {
-  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
-  EXPECT_TRUE(type.ok()) << text << ": " << type.status();
-  return *type;
-}
+using ::reshard::test::M;
+using ::reshard::test::T;
 
 int64_t Bound(const Mesh& mesh, const DistType& from, const DistType& to) {
   return std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));

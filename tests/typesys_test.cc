@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
@@ -12,17 +13,8 @@
 namespace reshard {
 namespace {
 
-Mesh M(std::string_view text) {
-  absl::StatusOr<Mesh> mesh = ParseMesh(text);
-  EXPECT_TRUE(mesh.ok()) << mesh.status();
-  return *mesh;
-}
-
-DistType T(const Mesh& mesh, std::string_view text) {
-  absl::StatusOr<DistType> type = ParseValidType(mesh, text);
-  EXPECT_TRUE(type.ok()) << type.status();
-  return *type;
-}
+using ::reshard::test::M;
+using ::reshard::test::T;
 
 std::string ErrorOf(const absl::Status& status) {
   EXPECT_FALSE(status.ok());
