@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "interp/interpreter.h"
 #include "synth/synthesize.h"
+#include "tools/tool_io.h"
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
@@ -41,15 +42,6 @@
 
 namespace reshard {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitWrongResult = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitInternal = 3;
-
-// A plan file is a few KB even for large meshes; the cap keeps `--plan /dev/zero` from
-// exhausting memory.
-constexpr size_t kMaxPlanFileBytes = size_t{64} << 20;
 
 // The built-in example: XLA's SPMD partitioner handles this axis move by "involuntary full
 // rematerialization" (all-gather everything, then slice), 8x the local size of either side.
@@ -345,30 +337,6 @@ absl::StatusOr<Plan> SynthesizeProblem(const Problem& problem) {
                    std::string(StrategyName(problem.options.strategy)), ")"));
 }
 
-// Reads all of `path` (`-` is stdin), refusing more than kMaxPlanFileBytes.
-absl::StatusOr<std::string> ReadPlanText(const std::string& path) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path, std::ios::binary);
-    if (!file) return absl::InvalidArgumentError(absl::StrCat("--plan: cannot open '", path, "'"));
-    in = &file;
-  }
-  std::string text;
-  char chunk[1 << 16];
-  while (in->read(chunk, sizeof(chunk)) || in->gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in->gcount()));
-    if (text.size() > kMaxPlanFileBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("--plan '", path, "': larger than ",
-                                                     kMaxPlanFileBytes, " bytes; not a plan"));
-    }
-  }
-  if (in->bad()) {
-    return absl::InvalidArgumentError(absl::StrCat("--plan '", path, "': read error"));
-  }
-  return text;
-}
-
 // --- Subcommands. ---
 
 struct PlanCommand {
@@ -404,7 +372,7 @@ struct RunCommand {
 // With --plan, the plan file is the problem; --mesh/--from/--to, when also given, must agree
 // with it (a cheap guard against running the wrong file).
 absl::StatusOr<Plan> LoadPlan(const RunCommand& flags) {
-  absl::StatusOr<std::string> text = ReadPlanText(flags.plan_file);
+  absl::StatusOr<std::string> text = ReadInputFile("--plan", flags.plan_file);
   if (!text.ok()) return text.status();
   CostModel cost_model;
   if (!flags.problem.axis_cost.empty()) {

@@ -47,17 +47,12 @@
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
+#include "tools/tool_io.h"
 #include "typesys/plan.h"
 
 namespace reshard {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitWrongResult = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitInternal = 3;
-
-constexpr size_t kMaxPlanFileBytes = size_t{64} << 20;
 // --scale multiplies global sizes; beyond this a typo is likelier than a real request.
 constexpr int64_t kMaxScale = int64_t{1} << 20;
 
@@ -127,21 +122,6 @@ absl::StatusOr<DistType> Scaled(DistType type, int64_t scale) {
   return type;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::InvalidArgumentError(absl::StrCat("--plan: cannot open '", path, "'"));
-  std::string text;
-  char chunk[1 << 16];
-  while (file.read(chunk, sizeof(chunk)) || file.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(file.gcount()));
-    if (text.size() > kMaxPlanFileBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--plan '", path, "': larger than ", kMaxPlanFileBytes, " bytes"));
-    }
-  }
-  return text;
-}
-
 absl::StatusOr<CostModel> ParseAxisCost(const Flags& flags) {
   if (flags.axis_cost.empty()) return CostModel();
   absl::StatusOr<CostModel> model = ParseCostModel(flags.axis_cost);
@@ -153,7 +133,7 @@ absl::StatusOr<CostModel> ParseAxisCost(const Flags& flags) {
 
 // Rank 0's part: the plan as JSON (synthesized, or the --plan file).
 absl::StatusOr<std::string> MakePlanJson(const Flags& flags, const CostModel& cost_model) {
-  if (!flags.plan_file.empty()) return ReadFile(flags.plan_file);
+  if (!flags.plan_file.empty()) return ReadInputFile("--plan", flags.plan_file);
   absl::StatusOr<Mesh> mesh = ParseMesh(flags.mesh);
   if (!mesh.ok()) return Annotate(mesh.status(), absl::StrCat("--mesh '", flags.mesh, "'"));
   DistType types[2];

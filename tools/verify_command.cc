@@ -17,18 +17,16 @@
 #include "proofs/verify.h"
 #include "synth/synthesize.h"
 #include "typesys/absl_compat.h"
+#include "tools/tool_io.h"
 #include "typesys/plan.h"
 
 namespace reshard {
 namespace {
 
-constexpr int kExitProved = 0;
-constexpr int kExitRefuted = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitUnknown = 3;
-
-// A plan or suite file is small; the cap keeps `--plan /dev/zero` from exhausting memory.
-constexpr size_t kMaxFileBytes = size_t{64} << 20;
+// DESIGN §3: 0 proved, 1 refuted, 2 bad input, 3 unknown.
+constexpr int kExitProved = kExitOk;
+constexpr int kExitRefuted = kExitWrongResult;
+constexpr int kExitUnknown = kExitInternal;
 
 // The CLI's contract is one line per error.
 int Fail(absl::string_view message, int code) {
@@ -36,27 +34,6 @@ int Fail(absl::string_view message, int code) {
   for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
   std::cerr << "reshard: error: " << line << std::endl;
   return code;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path, std::ios::binary);
-    if (!file) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot open '", path, "'"));
-    in = &file;
-  }
-  std::string text;
-  char chunk[1 << 16];
-  while (in->read(chunk, sizeof(chunk)) || in->gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in->gcount()));
-    if (text.size() > kMaxFileBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, " '", path, "': larger than ", kMaxFileBytes, " bytes"));
-    }
-  }
-  if (in->bad()) return absl::InvalidArgumentError(absl::StrCat(flag, " '", path, "': read error"));
-  return text;
 }
 
 absl::StatusOr<Plan> ProblemPlan(const VerifyFlags& flags) {
@@ -101,7 +78,7 @@ absl::StatusOr<Plan> ProblemPlan(const VerifyFlags& flags) {
 
 int RunSuiteCommand(const VerifyFlags& flags, const VerifyOptions& options) {
   if (flags.report.empty()) return Fail("--suite needs --report DIR", kExitBadInput);
-  absl::StatusOr<std::string> text = ReadFile("--suite", flags.suite);
+  absl::StatusOr<std::string> text = ReadInputFile("--suite", flags.suite);
   if (!text.ok()) return Fail(text.status().message(), kExitBadInput);
   absl::StatusOr<std::vector<SuiteCase>> cases = ParseSuite(*text);
   if (!cases.ok()) {
@@ -207,7 +184,7 @@ int RunVerifyCommand(const VerifyFlags& flags) {
 
   absl::StatusOr<Plan> plan;
   if (!flags.plan_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFile("--plan", flags.plan_file);
+    absl::StatusOr<std::string> text = ReadInputFile("--plan", flags.plan_file);
     if (!text.ok()) return Fail(text.status().message(), kExitBadInput);
     plan = PlanFromJson(*text);
     if (!plan.ok()) {

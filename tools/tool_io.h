@@ -1,0 +1,34 @@
+// tool_io.h — what reshard's command-line tools (reshard, reshard-mpi) share: exit codes and
+// reading an input file.
+//
+//   absl::StatusOr<std::string> text = ReadInputFile("--plan", "-");   // stdin
+//   if (!text.ok()) return Fail(text.status().message(), kExitBadInput);
+#ifndef RESHARD_TOOLS_TOOL_IO_H_
+#define RESHARD_TOOLS_TOOL_IO_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace reshard {
+
+// Exit codes (README): success / proved; wrong data / refuted; bad input; internal error or
+// solver unknown.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitWrongResult = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;
+
+// Plan and suite files are a few KB even for large meshes; the cap keeps `--plan /dev/zero`
+// from exhausting memory.
+inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
+
+// All of `path` (`-` is standard input). InvalidArgument naming `flag` and `path` when the file
+// cannot be opened or read, or exceeds kMaxInputFileBytes.
+absl::StatusOr<std::string> ReadInputFile(std::string_view flag, const std::string& path);
+
+}  // namespace reshard
+
+#endif  // RESHARD_TOOLS_TOOL_IO_H_
