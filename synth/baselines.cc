@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "synth/search.h"
+#include "synth/step_builder.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
@@ -30,38 +31,6 @@ bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::str
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
 
-// Applies ops built from the rules; a failure is a bug in this file.
-class Builder {
- public:
-  Builder(const Mesh& mesh, DistType start) : mesh_(mesh), current_(std::move(start)) {}
-
-  void Apply(Collective op) {
-    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
-    RESHARD_CHECK(next.ok()) << next.status();
-    current_ = *std::move(next);
-    steps_.push_back(Step{std::move(op), current_});
-  }
-  // Applies `op` when the rule accepts it; false (and no change) otherwise.
-  bool TryApply(Collective op) {
-    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
-    if (!next.ok()) return false;
-    current_ = *std::move(next);
-    steps_.push_back(Step{std::move(op), current_});
-    return true;
-  }
-  void Permute(const DistType& out) {
-    steps_.push_back(Step{MinimalPermute(mesh_, current_, out), out});
-    current_ = out;
-  }
-  const DistType& current() const { return current_; }
-  std::vector<Step>& steps() { return steps_; }
-
- private:
-  const Mesh& mesh_;
-  DistType current_;
-  std::vector<Step> steps_;
-};
-
 // The partial axes of `from` that `to` drops, in mesh order.
 std::vector<std::string> ToReduce(const Mesh& mesh, const DistType& from, const DistType& to) {
   std::vector<std::string> axes;
@@ -72,7 +41,7 @@ std::vector<std::string> ToReduce(const Mesh& mesh, const DistType& from, const 
 }
 
 // GSPMD on types with equal partial axes: the first pattern that applies (docs/baselines.md).
-void GspmdReshard(const Mesh& mesh, const DistType& to, Builder& b) {
+void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   const DistType s = b.current();
   if (s == to) return;
   const int rank = s.rank();
@@ -110,7 +79,7 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, Builder& b) {
   // the end of another such that both stay prefixes of the target (XLA's
   // GetReshardAllToAllSourceTargetDims handles one source/target dimension pair at a time).
   {
-    Builder trial(mesh, s);
+    StepBuilder trial(mesh, s);
     bool stuck = false;
     while (!(trial.current() == to) && !stuck) {
       stuck = true;
@@ -224,7 +193,7 @@ Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& 
 namespace internal {
 
 std::vector<Step> GspmdSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
-  Builder b(mesh, from);
+  StepBuilder b(mesh, from);
   const std::vector<std::string> reduce = ToReduce(mesh, from, to);
   if (!reduce.empty()) b.Apply(Collective::AllReduce(reduce));
   GspmdReshard(mesh, to, b);
@@ -247,7 +216,7 @@ std::vector<Step> GspmdSteps(const Mesh& mesh, const DistType& from, const DistT
 }
 
 std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const DistType& to) {
-  Builder b(mesh, from);
+  StepBuilder b(mesh, from);
   // Pass 1, "replicate first": in reverse mesh order, every sharded axis that is not in place
   // is all-gathered (with the axes nested inside it), unless it is innermost in its
   // dimension and bound for another dimension (then pass 2 moves it with one all_to_all).
@@ -338,7 +307,7 @@ int64_t DirectTransferCount(const Mesh& mesh, const DistType& in, const DistType
 }
 
 std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
-  Builder b(mesh, from);
+  StepBuilder b(mesh, from);
   const std::vector<std::string> reduce = ToReduce(mesh, from, to);
   if (!reduce.empty()) b.Apply(Collective::AllReduce(reduce));
   if (!(b.current() == to)) {

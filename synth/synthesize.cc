@@ -28,6 +28,7 @@
 #include "synth/baselines.h"
 #include "synth/placement.h"
 #include "synth/search.h"
+#include "synth/step_builder.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
@@ -60,33 +61,6 @@ constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
-
-// Applies ops in sequence, recording steps. Ops are built from the rules, so a failure here
-// is a bug in this file.
-class StepBuilder {
- public:
-  StepBuilder(const Mesh& mesh, DistType start) : mesh_(mesh), current_(std::move(start)) {}
-
-  void Apply(Collective op) {
-    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
-    RESHARD_CHECK(next.ok()) << ToString(op) << " on " << ToString(current_) << ": "
-                             << next.status();
-    current_ = *std::move(next);
-    steps_.push_back(Step{std::move(op), current_});
-  }
-  void Append(const std::vector<Step>& steps) {
-    for (const Step& step : steps) steps_.push_back(step);
-    if (!steps.empty()) current_ = steps.back().type;
-  }
-
-  const DistType& current() const { return current_; }
-  std::vector<Step>& steps() { return steps_; }
-
- private:
-  const Mesh& mesh_;
-  DistType current_;
-  std::vector<Step> steps_;
-};
 
 int64_t LocalDimSize(const Mesh& mesh, const Dim& dim) {
   return dim.size / mesh.GroupSize(dim.axes);

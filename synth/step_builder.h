@@ -1,0 +1,64 @@
+// step_builder.h — internal to synth/: builds a plan's steps one collective at a time.
+//
+//   StepBuilder b(mesh, from);
+//   b.Apply(Collective::AllToAll({"x"}, 0, 1));   // type after the step from the typing rule
+//   b.Permute(target);                           // MinimalPermute from the current type
+//   std::vector<Step>& steps = b.steps();
+//
+// Strategies build ops that satisfy the rules by construction, so Apply treats a rule
+// violation as a bug (RESHARD_CHECK); TryApply is for strategies that probe.
+#ifndef RESHARD_SYNTH_STEP_BUILDER_H_
+#define RESHARD_SYNTH_STEP_BUILDER_H_
+
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "synth/search.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+
+class StepBuilder {
+ public:
+  StepBuilder(const Mesh& mesh, DistType start) : mesh_(mesh), current_(std::move(start)) {}
+
+  void Apply(Collective op) {
+    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
+    RESHARD_CHECK(next.ok()) << ToString(op) << " on " << ToString(current_) << ": "
+                             << next.status();
+    current_ = *std::move(next);
+    steps_.push_back(Step{std::move(op), current_});
+  }
+  // Applies `op` when the rule accepts it; false (and no change) otherwise.
+  bool TryApply(Collective op) {
+    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
+    if (!next.ok()) return false;
+    current_ = *std::move(next);
+    steps_.push_back(Step{std::move(op), current_});
+    return true;
+  }
+  // A minimal permute to `out`, which must have the current local shape.
+  void Permute(const DistType& out) {
+    steps_.push_back(Step{MinimalPermute(mesh_, current_, out), out});
+    current_ = out;
+  }
+  void Append(const std::vector<Step>& steps) {
+    for (const Step& step : steps) steps_.push_back(step);
+    if (!steps.empty()) current_ = steps.back().type;
+  }
+
+  const DistType& current() const { return current_; }
+  std::vector<Step>& steps() { return steps_; }
+
+ private:
+  const Mesh& mesh_;
+  DistType current_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace reshard
+
+#endif  // RESHARD_SYNTH_STEP_BUILDER_H_
