@@ -25,6 +25,7 @@
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -498,6 +499,24 @@ constexpr char kStatement[] =
 absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& source,
                                             const DistType& target, const std::vector<Step>& steps,
                                             const ProveOptions& options) {
+  if (HasSubAxes(mesh, source, steps) || HasSubAxes(mesh, target)) {
+    // The encoding is over whole axes; the refinement numbers devices the same way, so the
+    // certificate on it is the certificate of the plan (typesys/sub_axis.h).
+    for (const DistType* type : {&source, &target}) {
+      if (absl::Status s = Validate(mesh, *type); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(type == &source ? "invalid source: "
+                                                                       : "invalid target: ",
+                                                       s.message()));
+      }
+    }
+    std::vector<std::string> refs = SubAxisRefs(mesh, source, steps);
+    std::vector<std::string> more = SubAxisRefs(mesh, target);
+    refs.insert(refs.end(), more.begin(), more.end());
+    absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
+    if (!r.ok()) return r.status();
+    return CertifyPlan(r->refined(), r->Refine(source), r->Refine(target), r->Refine(steps),
+                       options);
+  }
   if (absl::Status s = CheckInputs(mesh, source, target); !s.ok()) return s;
   PlanCertificate cert;
   cert.obligation.name = kPlanCorrectnessObligation;

@@ -35,6 +35,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -715,8 +716,11 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
                                                  absl::StrJoin(names, ", "), ")"));
 }
 
-absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
-                                const SynthesisOptions& options) {
+namespace {
+
+// Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
+absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
+                                         const DistType& to, const SynthesisOptions& options) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
@@ -796,6 +800,73 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
                   std::max(LocalBytes(mesh, from), LocalBytes(mesh, to)))
         << StrategyName(options.strategy) << " plan exceeds the memory bound";
+  }
+  return plan;
+}
+
+// Synthesizes on `refinement` and brings the plan back to the user's mesh in canonical form.
+absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
+                                       const DistType& to, const SynthesisOptions& options) {
+  absl::StatusOr<Plan> plan = SynthesizeWholeAxes(refinement.refined(), refinement.Refine(from),
+                                                  refinement.Refine(to), options);
+  if (!plan.ok()) return plan.status();
+  Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
+  // The caller's spelling of the endpoints (partial order is not significant).
+  coarse.source = from;
+  coarse.target = to;
+  if (!coarse.steps.empty()) coarse.steps.back().type = to;
+  absl::Status check = CheckPlan(coarse);
+  RESHARD_CHECK(check.ok()) << "coarsened an ill-typed plan: " << check;
+  return coarse;
+}
+
+// Lexicographic objective of `options` (smaller is better).
+bool Better(const Metrics& a, const Metrics& b, Objective objective) {
+  if (objective == Objective::kBytes) {
+    return std::tie(a.bytes_received_total, a.cost_us) < std::tie(b.bytes_received_total, b.cost_us);
+  }
+  return std::tie(a.cost_us, a.bytes_received_total) < std::tie(b.cost_us, b.bytes_received_total);
+}
+
+bool SplitsAxes(Strategy strategy) {
+  return strategy == Strategy::kNormal || strategy == Strategy::kOptimal ||
+         strategy == Strategy::kAuto;
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
+                                const SynthesisOptions& options) {
+  std::vector<std::string> refs = SubAxisRefs(mesh, from);
+  std::vector<std::string> to_refs = SubAxisRefs(mesh, to);
+  refs.insert(refs.end(), to_refs.begin(), to_refs.end());
+  const bool split = options.sub_axes && SplitsAxes(options.strategy);
+  if (refs.empty() && !split) return SynthesizeWholeAxes(mesh, from, to, options);
+  if (absl::Status s = Validate(mesh, from); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
+  }
+  if (absl::Status s = Validate(mesh, to); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("target type: ", s.message()));
+  }
+  absl::StatusOr<AxisRefinement> coarse = AxisRefinement::Create(mesh, refs);
+  if (!coarse.ok()) return coarse.status();
+  absl::StatusOr<Plan> plan = SynthesizeRefined(*coarse, from, to, options);
+  if (!split) return plan;
+  absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+  RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.
+  if (fine->refined().num_axes() == coarse->refined().num_axes()) return plan;
+  // `normal` is a heuristic: it splits axes only when its plan leaves bytes above the lower
+  // bound (no plan receives fewer). `optimal` always searches the finer mesh.
+  if (options.strategy != Strategy::kOptimal && plan.ok() &&
+      plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total) {
+    return plan;
+  }
+  // Sub-axes can only add options; the finer search wins ties to the plan without them.
+  absl::StatusOr<Plan> finer = SynthesizeRefined(*fine, from, to, options);
+  if (!plan.ok()) return finer.ok() ? finer : plan;
+  if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
+    finer->strategy = plan->strategy;
+    return finer;
   }
   return plan;
 }

@@ -76,6 +76,11 @@ struct SynthesisOptions {
   CostModel cost_model;
   // `optimal` gives up (ResourceExhausted) after settling this many states.
   int64_t max_states = 1000000;
+  // Whether `normal`, `optimal` and `auto` may split mesh axes into sub-axes (typesys/
+  // sub_axis.h): they also synthesize on the prime-factor refinement of the mesh and keep the
+  // better plan under `objective`. false restricts them to the pieces `from` and `to` name
+  // (whole axes when they name none), as the other strategies always are.
+  bool sub_axes = true;
 };
 
 // Synthesizes a plan from `from` to `to` on `mesh`. Deterministic.

@@ -59,6 +59,9 @@ SynthesisOptions BytesObjective(Strategy strategy = Strategy::kNormal) {
   SynthesisOptions options;
   options.strategy = strategy;
   options.objective = Objective::kBytes;
+  // These tests pin the whole-axis vocabulary (and compare with the whole-axis search);
+  // sub-axis synthesis is tested in sub_axis_test.cc.
+  options.sub_axes = false;
   return options;
 }
 
@@ -294,9 +297,16 @@ TEST(NormalTest, NoMemoryBoundedPlanIsNotFound) {
   Mesh mesh = M("a=2,b=4");
   DistType from = T(mesh, "f32[4{b},4{a}]");
   DistType to = T(mesh, "f32[4{a},4{b}]");
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, BytesObjective());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kNotFound) << plan.status();
   EXPECT_THAT(plan.status().message(), HasSubstr("whole-axis collectives"));
+  // Sub-axes do have a plan within the bound (b split into b:(1)2, b:(2)2).
+  absl::StatusOr<Plan> split = Synthesize(mesh, from, to);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_LE(split->metrics.peak_local_bytes, Bound(mesh, from, to)) << Describe(*split);
+  absl::StatusOr<RunReport> report = RunPlan(*split);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message << "\n" << Describe(*split);
   // The exhaustive search agrees, and finds a plan once the bound is relaxed.
   SearchOptions options;
   options.max_local_bytes = Bound(mesh, from, to);

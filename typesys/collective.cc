@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -226,7 +227,7 @@ absl::Status CheckCollectiveShape(const Mesh& mesh, const Collective& op) {
   } else {
     if (op.mesh_axes.empty()) return absl::InvalidArgumentError("mesh_axes is empty");
     for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
-      if (!mesh.HasAxis(op.mesh_axes[i])) {
+      if (!mesh.CheckAxisRef(op.mesh_axes[i]).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "mesh_axes names '", op.mesh_axes[i], "', which is not an axis of ", mesh.ToString()));
       }
@@ -287,6 +288,19 @@ std::string ToString(const Collective& op) {
 }
 
 absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op) {
+  if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op)) {
+    // The rules are written for whole axes: apply them on the refinement the pieces need.
+    std::vector<std::string> refs = SubAxisRefs(mesh, in);
+    for (const std::string& axis : op.mesh_axes) refs.push_back(axis);
+    absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ToString(op), " on ", ToString(in), ": ", r.status().message()));
+    }
+    absl::StatusOr<DistType> out = ApplyRule(r->refined(), r->Refine(in), r->Refine(op));
+    if (!out.ok()) return out.status();
+    return Canonicalize(mesh, *out);
+  }
   absl::StatusOr<DistType> out = ApplyRuleUnlabelled(mesh, in, op);
   if (!out.ok()) {
     return absl::InvalidArgumentError(
@@ -421,6 +435,15 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
 
 absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
                        const DistType& out) {
+  if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op) || HasSubAxes(mesh, out)) {
+    std::vector<std::string> refs = SubAxisRefs(mesh, in);
+    const Step step{op, out};
+    std::vector<std::string> more = SubAxisRefs(mesh, out, {&step, 1});
+    refs.insert(refs.end(), more.begin(), more.end());
+    absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
+    if (!r.ok()) return r.status();
+    return CheckStep(r->refined(), r->Refine(in), r->Refine(op), r->Refine(out));
+  }
   if (op.kind == CollectiveKind::kCollectivePermute) return CheckPermute(mesh, in, op, out);
   if (op.kind == CollectiveKind::kAllToAllV) return CheckAllToAllV(mesh, in, op, out);
   absl::StatusOr<DistType> expected = ApplyRule(mesh, in, op);

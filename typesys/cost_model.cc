@@ -71,6 +71,8 @@ void CostModel::SetAxis(std::string name, AxisCost cost) {
 }
 
 AxisCost CostModel::Axis(std::string_view name) const {
+  // A sub-axis (or a refined mesh's atom) `x:(m)k` uses the links of its axis x.
+  name = name.substr(0, name.find(':'));
   for (const auto& [axis, c] : axes_) {
     if (axis == name) return c;
   }
@@ -197,7 +199,11 @@ absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
 
 absl::Status CheckCostModel(const Mesh& mesh, const CostModel& model) {
   for (const auto& [axis, c] : model.overrides()) {
-    if (!mesh.HasAxis(axis)) {
+    // On a refined mesh an axis x may exist only as its atoms x:(m)k.
+    const bool known = std::any_of(mesh.axes().begin(), mesh.axes().end(), [&](const MeshAxis& a) {
+      return std::string_view(a.name).substr(0, a.name.find(':')) == axis;
+    });
+    if (!known) {
       return absl::InvalidArgumentError(absl::StrCat("axis cost names axis '", axis,
                                                      "', which mesh ", mesh.ToString(),
                                                      " does not have"));

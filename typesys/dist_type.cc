@@ -133,6 +133,18 @@ class TypeParser {
     do {
       std::string_view name = Word();
       if (name.empty()) return Error("expected a mesh axis name");
+      if (pos_ < text_.size() && text_[pos_] == ':') {
+        // A sub-axis `name:(m)k`: read to the next separator and let ParseAxisRef judge it.
+        const size_t start = pos_ - name.size();
+        while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '}' &&
+               !absl::ascii_isspace(text_[pos_])) {
+          ++pos_;
+        }
+        absl::StatusOr<AxisRef> ref = ParseAxisRef(text_.substr(start, pos_ - start));
+        if (!ref.ok()) return Error(Std(ref.status().message()));
+        axes.push_back(AxisRefName(*ref));
+        continue;
+      }
       axes.emplace_back(name);
     } while (Consume(','));
     if (!Consume('}')) return Error("expected ',' or '}' after a mesh axis name");
@@ -184,21 +196,41 @@ std::string ToString(const DistType& type) {
 
 absl::Status Validate(const Mesh& mesh, const DistType& type) {
   const std::string text = ToString(type);
-  // Where each axis was first seen, to name both uses of an axis used twice.
-  std::vector<std::string> seen_where(mesh.num_axes());
+  // Every use of each mesh axis (whole or a piece), to report overlaps naming both uses.
+  struct Use {
+    std::string ref;
+    std::string where;
+    Mesh::Digit digit;
+  };
+  std::vector<std::vector<Use>> uses(mesh.num_axes());
   auto use_axis = [&](const std::string& axis, const std::string& where) -> absl::Status {
-    int index = mesh.AxisIndex(axis);
-    if (index < 0) {
+    if (!mesh.HasAxis(axis) && !IsSubAxisRef(axis)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ", where,
                                                      " of ", text, " (mesh is ",
                                                      mesh.ToString(), ")"));
     }
-    if (!seen_where[index].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("mesh axis '", axis, "' is used twice in ",
-                                                     text, " (", seen_where[index], " and ",
-                                                     where, ")"));
+    if (absl::Status s = mesh.CheckAxisRef(axis); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(s.message(), " in ", where, " of ", text));
     }
-    seen_where[index] = where;
+    const Mesh::Digit digit = mesh.Resolve(axis);
+    for (const Use& use : uses[digit.index]) {
+      if (use.ref == axis) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh axis '", axis,
+                                                       "' is used twice in ", text, " (",
+                                                       use.where, " and ", where, ")"));
+      }
+      // Pieces of one axis must be disjoint digit groups of one mixed-radix split: one ends
+      // (in stride) where the other starts, or further, on a common divisor chain.
+      const Mesh::Digit& hi = use.digit.stride > digit.stride ? use.digit : digit;
+      const Mesh::Digit& lo = use.digit.stride > digit.stride ? digit : use.digit;
+      if (hi.stride % (lo.stride * lo.size) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "mesh axis pieces '", use.ref, "' (", use.where, ") and '", axis, "' (", where,
+            ") overlap or do not nest in ", text, " (axis '", mesh.axes()[digit.index].name,
+            "' has size ", mesh.axes()[digit.index].size, ")"));
+      }
+    }
+    uses[digit.index].push_back(Use{axis, where, digit});
     return absl::OkStatus();
   };
 
@@ -292,8 +324,10 @@ std::vector<int64_t> BlockOffset(const Mesh& mesh, const DistType& type, int64_t
 
 std::vector<std::string> PartialInMeshOrder(const Mesh& mesh, const DistType& type) {
   std::vector<std::string> axes = type.partial;
+  // Mesh order, and within one axis major pieces (larger strides) first.
   std::sort(axes.begin(), axes.end(), [&](const std::string& a, const std::string& b) {
-    return mesh.AxisIndex(a) < mesh.AxisIndex(b);
+    const Mesh::Digit da = mesh.Resolve(a), db = mesh.Resolve(b);
+    return da.index != db.index ? da.index < db.index : da.stride > db.stride;
   });
   return axes;
 }

@@ -27,7 +27,46 @@ bool IsIdentifier(std::string_view s) {
   return true;
 }
 
+// Reads a positive decimal at `text[*pos]`, advancing *pos; false on no digits or overflow.
+bool ReadPositive(std::string_view text, size_t* pos, int64_t* value) {
+  size_t start = *pos;
+  int64_t v = 0;
+  while (*pos < text.size() && absl::ascii_isdigit(text[*pos])) {
+    int digit = text[*pos] - '0';
+    if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return false;
+    v = v * 10 + digit;
+    ++*pos;
+  }
+  *value = v;
+  return *pos > start && v >= 1;
+}
+
 }  // namespace
+
+absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text) {
+  const size_t colon = text.find(':');
+  AxisRef ref;
+  ref.axis = std::string(text.substr(0, colon));
+  if (!IsIdentifier(ref.axis)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("axis reference '", Absl(text), "' does not start with an axis name"));
+  }
+  if (colon == std::string_view::npos) return ref;
+  size_t pos = colon + 1;
+  const bool ok = pos < text.size() && text[pos++] == '(' && ReadPositive(text, &pos, &ref.pre) &&
+                  pos < text.size() && text[pos++] == ')' &&
+                  ReadPositive(text, &pos, &ref.size) && pos == text.size();
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sub-axis '", Absl(text), "' is not of the form name:(m)k with positive integers m, k"));
+  }
+  return ref;
+}
+
+std::string AxisRefName(const AxisRef& ref) {
+  if (ref.whole()) return ref.axis;
+  return absl::StrCat(ref.axis, ":(", ref.pre, ")", ref.size);
+}
 
 absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
   if (axes.empty()) return absl::InvalidArgumentError("mesh has no axes");
@@ -35,7 +74,7 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
   mesh.num_devices_ = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
     const MeshAxis& axis = axes[i];
-    if (!IsIdentifier(axis.name)) {
+    if (!IsIdentifier(axis.name) && !(IsSubAxisRef(axis.name) && ParseAxisRef(axis.name).ok())) {
       return absl::InvalidArgumentError(
           absl::StrCat("mesh axis name '", axis.name, "' is not an identifier"));
     }
@@ -67,10 +106,41 @@ int Mesh::AxisIndex(std::string_view name) const {
   return -1;
 }
 
-int64_t Mesh::AxisSize(std::string_view name) const {
-  int index = AxisIndex(name);
-  RESHARD_CHECK(index >= 0) << "unknown mesh axis '" << name << "'";
-  return axes_[index].size;
+int64_t Mesh::AxisSize(std::string_view name) const { return Resolve(name).size; }
+
+absl::Status Mesh::CheckAxisRef(std::string_view ref) const {
+  if (HasAxis(ref)) return absl::OkStatus();
+  if (!IsSubAxisRef(ref)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown mesh axis '", Absl(ref), "' (mesh is ", ToString(), ")"));
+  }
+  absl::StatusOr<AxisRef> parsed = ParseAxisRef(ref);
+  if (!parsed.ok()) return parsed.status();
+  const int index = AxisIndex(parsed->axis);
+  if (index < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sub-axis '", Absl(ref),
+                                                   "' names unknown mesh axis '", parsed->axis,
+                                                   "' (mesh is ", ToString(), ")"));
+  }
+  const int64_t n = axes_[index].size;
+  if (parsed->size < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub-axis '", Absl(ref), "' has size ", parsed->size, "; it must be > 1"));
+  }
+  if (parsed->pre > n / parsed->size || n % (parsed->pre * parsed->size) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sub-axis '", Absl(ref), "' does not fit axis '", parsed->axis, "' of size ", n, ": ",
+        parsed->pre, "*", parsed->size, " must divide ", n));
+  }
+  return absl::OkStatus();
+}
+
+Mesh::Digit Mesh::Resolve(std::string_view ref) const {
+  if (int index = AxisIndex(ref); index >= 0) return Digit{index, 1, axes_[index].size};
+  RESHARD_CHECK(CheckAxisRef(ref).ok()) << "invalid mesh axis reference '" << ref << "'";
+  AxisRef parsed = *ParseAxisRef(ref);
+  const int index = AxisIndex(parsed.axis);
+  return Digit{index, axes_[index].size / (parsed.pre * parsed.size), parsed.size};
 }
 
 int64_t Mesh::GroupSize(absl::Span<const std::string> axes) const {
@@ -103,20 +173,19 @@ int64_t Mesh::IndexOver(int64_t device, absl::Span<const std::string> axes) cons
   std::vector<int64_t> coordinates = Coordinates(device);
   int64_t index = 0;
   for (const std::string& axis : axes) {
-    int a = AxisIndex(axis);
-    RESHARD_CHECK(a >= 0) << "unknown mesh axis '" << axis << "'";
-    index = index * axes_[a].size + coordinates[a];
+    const Digit digit = Resolve(axis);
+    index = index * digit.size + (coordinates[digit.index] / digit.stride) % digit.size;
   }
   return index;
 }
 
 std::vector<int64_t> Mesh::Group(int64_t device, absl::Span<const std::string> axes) const {
   std::vector<int64_t> base = Coordinates(device);
-  std::vector<int> axis_indices;
-  for (const std::string& axis : axes) {
-    int a = AxisIndex(axis);
-    RESHARD_CHECK(a >= 0) << "unknown mesh axis '" << axis << "'";
-    axis_indices.push_back(a);
+  std::vector<Digit> digits;
+  for (const std::string& axis : axes) digits.push_back(Resolve(axis));
+  // Clear the digits the group varies; the rest identify the group.
+  for (const Digit& d : digits) {
+    base[d.index] -= (base[d.index] / d.stride) % d.size * d.stride;
   }
   int64_t size = GroupSize(axes);
   std::vector<int64_t> group(size);
@@ -124,10 +193,9 @@ std::vector<int64_t> Mesh::Group(int64_t device, absl::Span<const std::string> a
     // Decode `index` as a mixed-radix number over `axes`, last axis least significant.
     std::vector<int64_t> coordinates = base;
     int64_t rest = index;
-    for (int k = static_cast<int>(axis_indices.size()) - 1; k >= 0; --k) {
-      int64_t axis_size = axes_[axis_indices[k]].size;
-      coordinates[axis_indices[k]] = rest % axis_size;
-      rest /= axis_size;
+    for (int k = static_cast<int>(digits.size()) - 1; k >= 0; --k) {
+      coordinates[digits[k].index] += rest % digits[k].size * digits[k].stride;
+      rest /= digits[k].size;
     }
     group[index] = DeviceId(coordinates);
   }
@@ -151,6 +219,11 @@ absl::StatusOr<Mesh> ParseMesh(std::string_view input) {
       return absl::InvalidArgumentError(
           absl::StrCat("mesh axis '", absl::StripAsciiWhitespace(part),
                        "' is not of the form name=size"));
+    }
+    // Sub-axis names are for refined meshes built by AxisRefinement, not for users.
+    if (!IsIdentifier(std::string_view(name.data(), name.size()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mesh axis name '", name, "' is not an identifier"));
     }
     absl::string_view size_text = absl::StripAsciiWhitespace(name_size[1]);
     int64_t size = 0;

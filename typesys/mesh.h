@@ -6,6 +6,12 @@
 //   absl::StatusOr<reshard::Mesh> mesh = reshard::ParseMesh("x=2,y=4");
 //   mesh->Coordinates(5);               // {1, 1}
 //   mesh->Group(5, {"y"});              // {4, 5, 6, 7}: devices with x = 1, ordered by y
+//
+// Axis references (the strings naming axes in types and collectives) are a whole axis `y` or
+// a sub-axis in Shardy's notation `y:(m)k`: axis y of size n viewed as [m, k, n/(m·k)], the
+// middle part; its coordinate is the middle digit group of y's coordinate, (c / (n/(m·k))) % k.
+//   mesh->IndexOver(5, {"y:(1)2"});     // 0: y = 1 is the digits [0, 1] of y:(1)2, y:(2)2
+//   mesh->IndexOver(5, {"y:(2)2"});     // 1
 #ifndef RESHARD_TYPESYS_MESH_H_
 #define RESHARD_TYPESYS_MESH_H_
 
@@ -22,6 +28,25 @@ namespace reshard {
 // Largest supported device count; beyond it per-device tables would not fit in memory.
 inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
 
+// A parsed axis reference: `axis` alone (size == 0), or the sub-axis `axis:(pre)size`.
+struct AxisRef {
+  std::string axis;
+  int64_t pre = 1;
+  int64_t size = 0;
+
+  bool whole() const { return size == 0; }
+  bool operator==(const AxisRef&) const = default;
+};
+
+// Syntax only: an identifier, optionally followed by `:(m)k` with decimal m, k >= 1 (no
+// spaces inside). InvalidArgument naming the text. Whether the piece fits a mesh is
+// Mesh::CheckAxisRef's business.
+absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text);
+// "x" or "x:(m)k".
+std::string AxisRefName(const AxisRef& ref);
+// True when `ref` is written as a sub-axis (contains ':'); cheap, no parsing.
+inline bool IsSubAxisRef(std::string_view ref) { return ref.find(':') != std::string_view::npos; }
+
 struct MeshAxis {
   std::string name;
   int64_t size = 0;
@@ -33,7 +58,8 @@ struct MeshAxis {
 class Mesh {
  public:
   // Validates and builds a mesh. InvalidArgument when there are no axes, a name is not an
-  // identifier ([A-Za-z_][A-Za-z0-9_]*), a name repeats, a size is < 1, or the device count
+  // identifier ([A-Za-z_][A-Za-z0-9_]*) or sub-axis reference (the axes of refined meshes,
+  // typesys/sub_axis.h), a name repeats, a size is < 1, or the device count
   // exceeds kMaxDevices.
   static absl::StatusOr<Mesh> Create(std::vector<MeshAxis> axes);
 
@@ -46,17 +72,31 @@ class Mesh {
   // Index of the axis named `name`, or -1 when there is none.
   int AxisIndex(std::string_view name) const;
   bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
-  // Size of a known axis (aborts on an unknown name: validate first).
+  // Size of a known axis or valid sub-axis reference (aborts on an unknown one: validate
+  // first).
   int64_t AxisSize(std::string_view name) const;
-  // Product of the sizes of known, distinct axes (1 for an empty list).
+  // Product of the sizes of known, distinct axis references (1 for an empty list).
   int64_t GroupSize(absl::Span<const std::string> axes) const;
+
+  // OK when `ref` names an axis of this mesh, or is a sub-axis `x:(m)k` of one with k > 1 and
+  // m·k dividing x's size. InvalidArgument naming the reference and the rule otherwise.
+  absl::Status CheckAxisRef(std::string_view ref) const;
+  // A valid reference resolved to (mesh axis index, stride, size): its coordinate on device d
+  // is (Coordinates(d)[index] / stride) % size. A whole axis has stride 1.
+  struct Digit {
+    int index = -1;
+    int64_t stride = 1;
+    int64_t size = 1;
+  };
+  Digit Resolve(std::string_view ref) const;
 
   // Coordinates of device `device` (0 <= device < num_devices()), one per axis in mesh order.
   std::vector<int64_t> Coordinates(int64_t device) const;
   // Inverse of Coordinates.
   int64_t DeviceId(absl::Span<const int64_t> coordinates) const;
 
-  // Mixed-radix number of `device`'s coordinates over `axes` (first axis most significant).
+  // Mixed-radix number of `device`'s coordinates over the axis references `axes` (first
+  // most significant).
   // This is the device's block index for a dimension sharded over `axes`, and its index in
   // the group of a collective over `axes`.
   int64_t IndexOver(int64_t device, absl::Span<const std::string> axes) const;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "typesys/check.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -39,7 +40,8 @@ absl::Status CheckSteps(const Mesh& mesh, const DistType& source, const std::vec
 
 absl::Status CheckPlan(const Plan& plan) {
   if (absl::Status s = CheckSteps(plan.mesh, plan.source, plan.steps); !s.ok()) return s;
-  if (!(plan.result() == plan.target)) {
+  // Types with sub-axes may be written in more than one way; compare canonical forms.
+  if (!(Canonicalize(plan.mesh, plan.result()) == Canonicalize(plan.mesh, plan.target))) {
     return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
                                                    ", not at the target ",
                                                    ToString(plan.target)));
@@ -118,7 +120,7 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
   // were a large share of its latency.
   struct Term {
     int dim;
-    int axis;
+    Mesh::Digit digit;  // The axis or sub-axis: (coordinate / stride) % size.
     int64_t weight;
   };
   auto terms_of = [&mesh](const DistType& type, const std::vector<int64_t>& local) {
@@ -127,13 +129,15 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
       int64_t stride = 1;
       const std::vector<std::string>& axes = type.dims[i].axes;
       for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
-        const int index = mesh.AxisIndex(*a);
-        RESHARD_CHECK(index >= 0) << "unknown mesh axis '" << *a << "'";
-        terms.push_back(Term{i, index, stride * local[i]});
-        stride *= mesh.axes()[index].size;
+        const Mesh::Digit digit = mesh.Resolve(*a);
+        terms.push_back(Term{i, digit, stride * local[i]});
+        stride *= digit.size;
       }
     }
     return terms;
+  };
+  auto digit_of = [](const std::vector<int64_t>& coord, const Mesh::Digit& d) {
+    return coord[d.index] / d.stride % d.size;
   };
   const std::vector<Term> source_terms = terms_of(source, source_local);
   const std::vector<Term> target_terms = terms_of(target, target_local);
@@ -144,8 +148,8 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
   for (int64_t d = 0; d < n; ++d) {
     std::fill(source_offset.begin(), source_offset.end(), 0);
     std::fill(target_offset.begin(), target_offset.end(), 0);
-    for (const Term& t : source_terms) source_offset[t.dim] += coord[t.axis] * t.weight;
-    for (const Term& t : target_terms) target_offset[t.dim] += coord[t.axis] * t.weight;
+    for (const Term& t : source_terms) source_offset[t.dim] += digit_of(coord, t.digit) * t.weight;
+    for (const Term& t : target_terms) target_offset[t.dim] += digit_of(coord, t.digit) * t.weight;
     int64_t held = 1;
     for (int i = 0; i < target.rank(); ++i) {
       int64_t lo = std::max(source_offset[i], target_offset[i]);

@@ -1,0 +1,281 @@
+#include "typesys/sub_axis.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "typesys/absl_compat.h"
+#include "typesys/check.h"
+
+namespace reshard {
+namespace {
+
+// The reference text of a digit group of `mesh` (the inverse of Mesh::Resolve).
+std::string DigitName(const Mesh& mesh, const Mesh::Digit& d) {
+  const MeshAxis& axis = mesh.axes()[d.index];
+  if (d.size == axis.size) return axis.name;
+  return AxisRefName(AxisRef{axis.name, axis.size / (d.stride * d.size), d.size});
+}
+
+// `minor` continues `major` towards the minor end of the same axis.
+bool Continues(const Mesh::Digit& major, const Mesh::Digit& minor) {
+  return major.index == minor.index && minor.stride * minor.size == major.stride;
+}
+
+Mesh::Digit Merge(const Mesh::Digit& major, const Mesh::Digit& minor) {
+  return Mesh::Digit{major.index, minor.stride, major.size * minor.size};
+}
+
+bool IsPiece(const Mesh& mesh, std::string_view axis) {
+  return IsSubAxisRef(axis) && !mesh.HasAxis(axis);
+}
+
+// Appends the references of `axes` that are pieces of `mesh`'s axes to `out`.
+void AppendSubAxes(const Mesh& mesh, absl::Span<const std::string> axes,
+                   std::vector<std::string>* out) {
+  for (const std::string& axis : axes) {
+    if (IsPiece(mesh, axis)) out->push_back(axis);
+  }
+}
+
+bool AnySubAxis(const Mesh& mesh, absl::Span<const std::string> axes) {
+  return std::any_of(axes.begin(), axes.end(),
+                     [&](const std::string& a) { return IsPiece(mesh, a); });
+}
+
+void AppendPrimeFactors(int64_t n, std::vector<int64_t>* out) {
+  for (int64_t p = 2; p * p <= n; ++p) {
+    while (n % p == 0) {
+      out->push_back(p);
+      n /= p;
+    }
+  }
+  if (n > 1) out->push_back(n);
+}
+
+}  // namespace
+
+std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
+  if (!AnySubAxis(mesh, axes)) return std::vector<std::string>(axes.begin(), axes.end());
+  std::vector<Mesh::Digit> digits;
+  for (const std::string& axis : axes) {
+    const Mesh::Digit d = mesh.Resolve(axis);
+    if (!digits.empty() && Continues(digits.back(), d)) {
+      digits.back() = Merge(digits.back(), d);
+    } else {
+      digits.push_back(d);
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(digits.size());
+  for (const Mesh::Digit& d : digits) out.push_back(DigitName(mesh, d));
+  return out;
+}
+
+DistType Canonicalize(const Mesh& mesh, const DistType& type) {
+  DistType out = type;
+  for (Dim& dim : out.dims) dim.axes = CanonicalAxisList(mesh, dim.axes);
+  if (!AnySubAxis(mesh, type.partial)) return out;
+  // A set: merge any two adjacent pieces of one axis, keeping the first one's position.
+  std::vector<Mesh::Digit> digits;
+  for (const std::string& axis : type.partial) digits.push_back(mesh.Resolve(axis));
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t i = 0; i < digits.size() && !merged; ++i) {
+      for (size_t j = 0; j < digits.size() && !merged; ++j) {
+        if (i == j || !Continues(digits[i], digits[j])) continue;
+        digits[std::min(i, j)] = Merge(digits[i], digits[j]);
+        digits.erase(digits.begin() + std::max(i, j));
+        merged = true;
+      }
+    }
+  }
+  out.partial.clear();
+  for (const Mesh::Digit& d : digits) out.partial.push_back(DigitName(mesh, d));
+  return out;
+}
+
+Collective Canonicalize(const Mesh& mesh, const Collective& op) {
+  Collective out = op;
+  out.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
+  return out;
+}
+
+bool HasSubAxes(const Mesh& mesh, const DistType& type) {
+  if (AnySubAxis(mesh, type.partial)) return true;
+  return std::any_of(type.dims.begin(), type.dims.end(),
+                     [&](const Dim& dim) { return AnySubAxis(mesh, dim.axes); });
+}
+
+bool HasSubAxes(const Mesh& mesh, const Collective& op) { return AnySubAxis(mesh, op.mesh_axes); }
+
+bool HasSubAxes(const Mesh& mesh, const DistType& source, absl::Span<const Step> steps) {
+  if (HasSubAxes(mesh, source)) return true;
+  return std::any_of(steps.begin(), steps.end(), [&](const Step& step) {
+    return HasSubAxes(mesh, step.op) || HasSubAxes(mesh, step.type);
+  });
+}
+
+std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& type) {
+  std::vector<std::string> refs;
+  for (const Dim& dim : type.dims) AppendSubAxes(mesh, dim.axes, &refs);
+  AppendSubAxes(mesh, type.partial, &refs);
+  return refs;
+}
+
+std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
+                                     absl::Span<const Step> steps) {
+  std::vector<std::string> refs = SubAxisRefs(mesh, source);
+  for (const Step& step : steps) {
+    AppendSubAxes(mesh, step.op.mesh_axes, &refs);
+    std::vector<std::string> more = SubAxisRefs(mesh, step.type);
+    refs.insert(refs.end(), more.begin(), more.end());
+  }
+  return refs;
+}
+
+absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
+                                                      absl::Span<const std::string> refs,
+                                                      bool prime_factors) {
+  AxisRefinement r;
+  r.mesh_ = mesh;
+  // Per axis: breakpoint -> the reference that introduced it (for error messages).
+  std::vector<std::vector<std::pair<int64_t, std::string>>> points(mesh.num_axes());
+  for (const std::string& ref : refs) {
+    if (absl::Status s = mesh.CheckAxisRef(ref); !s.ok()) return s;
+    const Mesh::Digit d = mesh.Resolve(ref);
+    const int64_t n = mesh.axes()[d.index].size;
+    const int64_t pre = n / (d.stride * d.size);
+    points[d.index].emplace_back(pre, ref);
+    points[d.index].emplace_back(pre * d.size, ref);
+  }
+  std::vector<MeshAxis> atoms;
+  r.breakpoints_.resize(mesh.num_axes());
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    const MeshAxis& axis = mesh.axes()[a];
+    std::vector<std::pair<int64_t, std::string>>& p = points[a];
+    p.emplace_back(1, axis.name);
+    p.emplace_back(axis.size, axis.name);
+    std::sort(p.begin(), p.end());
+    std::vector<int64_t>& b = r.breakpoints_[a];
+    b.push_back(1);
+    for (size_t i = 1; i < p.size(); ++i) {
+      if (p[i].first == b.back()) continue;
+      if (p[i].first % b.back() != 0) {
+        const int64_t last = b.back();
+        const std::string& other =
+            std::find_if(p.begin(), p.end(), [last](const auto& q) { return q.first == last; })
+                ->second;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "mesh axis pieces '", other, "' and '", p[i].second, "' of axis '", axis.name,
+            "' (size ", axis.size, ") do not nest: no split of the axis has both"));
+      }
+      b.push_back(p[i].first);
+    }
+    if (b.size() == 1) b.push_back(axis.size);  // A size-1 axis stays one atom.
+    if (prime_factors) {
+      std::vector<int64_t> fine = {1};
+      for (size_t j = 0; j + 1 < b.size(); ++j) {
+        std::vector<int64_t> factors;
+        AppendPrimeFactors(b[j + 1] / b[j], &factors);
+        for (int64_t f : factors) fine.push_back(fine.back() * f);
+        if (factors.empty()) fine.push_back(b[j + 1]);  // 1 -> 1 only for size-1 axes.
+      }
+      b = std::move(fine);
+    }
+    for (size_t j = 0; j + 1 < b.size(); ++j) {
+      const int64_t size = b[j + 1] / b[j];
+      atoms.push_back(MeshAxis{
+          b.size() == 2 ? axis.name : AxisRefName(AxisRef{axis.name, b[j], size}), size});
+    }
+  }
+  absl::StatusOr<Mesh> refined = Mesh::Create(std::move(atoms));
+  RESHARD_CHECK(refined.ok()) << refined.status();
+  r.refined_ = *std::move(refined);
+  return r;
+}
+
+std::vector<std::string> AxisRefinement::Atoms(std::string_view ref) const {
+  const Mesh::Digit d = mesh_.Resolve(ref);
+  const int64_t n = mesh_.axes()[d.index].size;
+  const int64_t begin = n / (d.stride * d.size), end = begin * d.size;
+  const std::vector<int64_t>& b = breakpoints_[d.index];
+  // Atoms are numbered across axes in mesh order; find this axis's first atom.
+  int first = 0;
+  for (int a = 0; a < d.index; ++a) first += static_cast<int>(breakpoints_[a].size()) - 1;
+  std::vector<std::string> out;
+  int64_t covered = 1;
+  for (size_t j = 0; j + 1 < b.size(); ++j) {
+    if (b[j] >= begin && b[j + 1] <= end) {
+      out.push_back(refined_.axes()[first + j].name);
+      covered *= b[j + 1] / b[j];
+    }
+  }
+  RESHARD_CHECK(covered == d.size) << "'" << ref << "' does not nest with the refinement";
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> RefineList(const AxisRefinement& r, absl::Span<const std::string> axes) {
+  std::vector<std::string> out;
+  for (const std::string& axis : axes) {
+    std::vector<std::string> atoms = r.Atoms(axis);
+    out.insert(out.end(), atoms.begin(), atoms.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+DistType AxisRefinement::Refine(const DistType& type) const {
+  DistType out = type;
+  if (trivial()) return out;
+  for (Dim& dim : out.dims) dim.axes = RefineList(*this, dim.axes);
+  out.partial = RefineList(*this, type.partial);
+  return out;
+}
+
+Collective AxisRefinement::Refine(const Collective& op) const {
+  Collective out = op;
+  if (!trivial()) out.mesh_axes = RefineList(*this, op.mesh_axes);
+  return out;
+}
+
+std::vector<Step> AxisRefinement::Refine(absl::Span<const Step> steps) const {
+  std::vector<Step> out;
+  out.reserve(steps.size());
+  for (const Step& step : steps) out.push_back(Step{Refine(step.op), Refine(step.type)});
+  return out;
+}
+
+absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
+  std::vector<std::string> refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
+  std::vector<std::string> target_refs = SubAxisRefs(plan.mesh, plan.target);
+  refs.insert(refs.end(), target_refs.begin(), target_refs.end());
+  if (refs.empty()) return plan;
+  absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);
+  if (!r.ok()) return r.status();
+  Plan out = plan;
+  out.mesh = r->refined();
+  out.source = r->Refine(plan.source);
+  out.target = r->Refine(plan.target);
+  out.steps = r->Refine(plan.steps);
+  return out;
+}
+
+Plan CoarsenPlan(const Mesh& mesh, Plan plan) {
+  plan.mesh = mesh;
+  plan.source = Canonicalize(mesh, plan.source);
+  plan.target = Canonicalize(mesh, plan.target);
+  for (Step& step : plan.steps) {
+    step.op = Canonicalize(mesh, step.op);
+    step.type = Canonicalize(mesh, step.type);
+  }
+  return plan;
+}
+
+}  // namespace reshard
