@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -278,7 +279,7 @@ absl::StatusOr<DistType> ParseValidType(const Mesh& mesh, std::string_view text)
   absl::StatusOr<DistType> type = ParseType(text);
   if (!type.ok()) return type.status();
   if (absl::Status s = Validate(mesh, *type); !s.ok()) return s;
-  return type;
+  return Canonicalize(mesh, *type);
 }
 
 int64_t GlobalElements(const DistType& type) {

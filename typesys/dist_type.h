@@ -2,7 +2,8 @@
 //
 // A type is written `f32[16{x,y},8] partial{z}` (DESIGN §2): dimension 0 (global size 16) is
 // split over axes x then y (x major), dimension 1 is whole, and the value is the pending sum of
-// the buffers along z. Axes the type does not mention are replicated.
+// the buffers along z. Axes the type does not mention are replicated. Wherever an axis may
+// appear, so may a sub-axis `x:(m)k` (mesh.h, sub_axis.h): `f32[16{x:(1)2},8] partial{x:(2)2}`.
 //
 //   absl::StatusOr<reshard::DistType> t = reshard::ParseType("f32[16{x,y},8]");
 //   absl::Status ok = reshard::Validate(mesh, *t);     // checks axes and divisibility
@@ -66,11 +67,14 @@ std::string ToString(const DistType& type);
 inline constexpr int64_t kMaxAccountedBytes = int64_t{1} << 56;
 
 // Well-formedness against `mesh` (DESIGN §2). InvalidArgument with one message naming the
-// problem: unknown axis, axis used twice, size < 1, size not divisible by its axes' product
-// (naming the numbers), or a global byte size that overflows 64 bits or exceeds kMaxAccountedBytes over the mesh.
+// problem: unknown axis, axis used twice, a sub-axis that does not fit its axis
+// (Mesh::CheckAxisRef), pieces of one axis that overlap or do not nest (their strides must form
+// a divisor chain), size < 1, size not divisible by its axes' product (naming the numbers), or
+// a global byte size that overflows 64 bits or exceeds kMaxAccountedBytes over the mesh.
 absl::Status Validate(const Mesh& mesh, const DistType& type);
 
-// ParseType followed by Validate.
+// ParseType followed by Validate; the result is in canonical form (sub_axis.h: adjacent pieces
+// of one axis merged, e.g. `8{x:(1)2,x:(2)2}` reads as `8{x}` when x has size 4).
 absl::StatusOr<DistType> ParseValidType(const Mesh& mesh, std::string_view text);
 
 // --- Queries on a validated type. ---
