@@ -258,6 +258,28 @@ PY
     --strategy naive
 fi
 
+# --- Sub-axes (issue 7): x=2,y=4 swap moves 512 B with y split, 960+ B without. ---
+sub_bytes() {
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["metrics"]["bytes_received_total"], ",".join(a for s in p["steps"] for a in s["mesh_axes"]))' "$work/out"
+}
+run_cli /dev/null plan --mesh x=2,y=4 --from 'f32[8{x},16{y}]' --to 'f32[8{y},16{x}]' \
+  --strategy optimal --json
+got=$(sub_bytes)
+if [[ $rc -eq 0 && $got == "512 y:(2)2" ]]; then
+  pass "optimal splits y on the issue's example: $got"
+  cp "$work/out" "$work/sub_plan.json"
+  run_cli "$work/sub_plan.json" run --plan -
+  if [[ $rc -eq 0 ]]; then pass "run --plan of the sub-axis plan"; else fail "run --plan of the sub-axis plan" "exit $rc" "$out" "$err"; fi
+else
+  fail "optimal splits y on the issue's example" "exit $rc, got '$got'" "stderr: $err"
+fi
+run_cli /dev/null plan --mesh x=2,y=4 --from 'f32[8{x},16{y}]' --to 'f32[8{y},16{x}]' \
+  --strategy optimal --json --no-sub-axes
+got=$(sub_bytes)
+if [[ $rc -eq 0 && $got != *":"* ]]; then pass "--no-sub-axes keeps whole axes: $got"; else fail "--no-sub-axes keeps whole axes" "exit $rc, got '$got'"; fi
+run_cli /dev/null run --mesh 'x=6,y=4' --from 'f32[12{x},2]' --to 'f32[12{y},2]'
+if [[ $rc -eq 0 ]]; then pass "sub-axes find a bounded plan where whole axes cannot"; else fail "sub-axes find a bounded plan where whole axes cannot" "exit $rc" "$err"; fi
+
 # --- Bad input: exit 2, exactly one stderr line. ---
 P=(plan --json)
 printf '{' >"$work/truncated.json"
@@ -285,9 +307,18 @@ expect_bad "element types differ" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32
   --to 'f64[8{x}]'
 expect_bad "target partial not in source" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8]' \
   --to 'f32[8] partial{x}'
-# x=6 and y=4 divide 12 but no chain of whole-axis collectives stays within 24 bytes.
+# x=6 and y=4 divide 12 but no chain of whole-axis collectives stays within 24 bytes (with
+# sub-axes there is one: the sub-axis checks below).
 expect_bad "no plan within the memory bound (NotFound)" /dev/null "${P[@]}" --mesh 'x=6,y=4' \
-  --from 'f32[12{x},2]' --to 'f32[12{y},2]'
+  --from 'f32[12{x},2]' --to 'f32[12{y},2]' --no-sub-axes
+expect_bad "malformed sub-axis" /dev/null "${P[@]}" --mesh "$MESH" --from 'f32[8{x:(1)},16,8]' \
+  --to "$TO"
+expect_bad "sub-axis not dividing its axis" /dev/null "${P[@]}" --mesh 'x=4' \
+  --from 'f32[8{x:(1)3}]' --to 'f32[8]'
+expect_bad "overlapping sub-axes" /dev/null "${P[@]}" --mesh 'x=4' \
+  --from 'f32[8{x:(1)2},8{x}]' --to 'f32[8,8]'
+expect_bad "sub-axes that do not nest" /dev/null "${P[@]}" --mesh 'x=6' \
+  --from 'f32[12{x:(1)2}]' --to 'f32[12{x:(1)3}]'
 expect_bad "unknown strategy" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \
   --strategy bogus
 expect_bad "malformed --axis-cost" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \

@@ -285,6 +285,7 @@ struct ProblemFlags {
   std::string to;
   std::string strategy = std::string(StrategyName(Strategy::kNormal));
   std::string axis_cost;  // Empty: the default cost model.
+  bool no_sub_axes = false;
 };
 
 struct Problem {
@@ -310,6 +311,7 @@ absl::StatusOr<Problem> ParseProblem(const ProblemFlags& flags) {
     return Annotate(strategy.status(), absl::StrCat("--strategy '", flags.strategy, "'"));
   }
   problem.options.strategy = *strategy;
+  problem.options.sub_axes = !flags.no_sub_axes;
   if (!flags.axis_cost.empty()) {
     absl::StatusOr<CostModel> model = ParseCostModel(flags.axis_cost);
     if (!model.ok()) {
@@ -501,7 +503,8 @@ constexpr absl::string_view kDescription =
 constexpr absl::string_view kSyntax =
     "Syntax: a mesh is `x=4,y=2` (devices numbered row-major, first axis major); a type is\n"
     "`f32[16{x,y},8] partial{z}`: dimension 0 split over x then y (x major), dimension 1 whole,\n"
-    "a pending sum over z; axes not mentioned are replicated.";
+    "a pending sum over z; axes not mentioned are replicated. A sub-axis `y:(m)k` names the\n"
+    "middle part of axis y viewed as [m, k, size/(m*k)], e.g. `f32[16{y:(1)2},8] partial{y:(2)2}`.";
 
 // `reshard` with no arguments: what it is, a real example, and how to use it.
 int PrintIntro() {
@@ -524,7 +527,8 @@ int PrintIntro() {
   PrintPlan(std::cout, *plan, SynthesizeProblem(naive_problem));
   std::cout
       << "\nUsage:\n"
-      << "  reshard plan --mesh M --from T --to T [--strategy S] [--axis-cost C] [--json]\n"
+      << "  reshard plan --mesh M --from T --to T [--strategy S] [--axis-cost C] [--no-sub-axes]\n"
+      << "               [--json]\n"
       << "      Synthesize a plan and list it; --json prints one JSON object (DESIGN §3).\n"
       << "  reshard run (--mesh M --from T --to T [--strategy S] | --plan FILE) [--axis-cost C]\n"
       << "              [--json]\n"
@@ -561,6 +565,9 @@ void AddProblemOptions(CLI::App& command, ProblemFlags& flags, bool required,
                   "Cost model: name=alpha_us:GBps per mesh axis, '*' for the rest "
                   "(default 5:100 everywhere), e.g. x=1.5:300,y=10:25")
       ->type_name("C");
+  command.add_flag("--no-sub-axes", flags.no_sub_axes,
+                   "Do not split mesh axes into sub-axes x:(m)k (normal, optimal and auto split "
+                   "them when that moves fewer bytes or costs less)");
 }
 
 int Main(int argc, char** argv) {

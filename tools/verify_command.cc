@@ -66,6 +66,7 @@ absl::StatusOr<Plan> ProblemPlan(const VerifyFlags& flags) {
   }
   SynthesisOptions options;
   options.strategy = *strategy;
+  options.sub_axes = !flags.no_sub_axes;
   absl::StatusOr<Plan> plan = Synthesize(*mesh, *from, *to, options);
   if (!plan.ok()) {
     return absl::InvalidArgumentError(
@@ -146,6 +147,8 @@ CLI::App* AddVerifyCommand(CLI::App& app, VerifyFlags& flags) {
   verify->add_option("--strategy", flags.strategy, "Synthesis strategy when no --plan is given")
       ->type_name("S")
       ->capture_default_str();
+  verify->add_flag("--no-sub-axes", flags.no_sub_axes,
+                   "Synthesize without splitting mesh axes into sub-axes");
   verify->add_option("--plan", flags.plan_file,
                      "Plan JSON from `reshard plan --json` ('-' = stdin) instead of synthesizing")
       ->type_name("FILE");
