@@ -141,13 +141,11 @@ Executor::~Executor() {
 MPI_Comm Executor::Communicator(const std::vector<std::string>& axes) {
   auto it = communicators_.find(axes);
   if (it != communicators_.end()) return it->second;
-  std::vector<std::string> others;
-  for (const MeshAxis& axis : mesh_.axes()) {
-    if (std::find(axes.begin(), axes.end(), axis.name) == axes.end()) others.push_back(axis.name);
-  }
-  // color: which group (coordinates on the other axes); key: position in the group, in the
-  // order the axes are listed, so that sub-communicator rank == Mesh::IndexOver(device, axes).
-  const int color = static_cast<int>(mesh_.IndexOver(device_, others));
+  // color: which group. Mesh::Group varies exactly the digits `axes` name (whole axes or
+  // sub-axes) and orders the group by IndexOver(., axes), so its first device — the one whose
+  // digits of `axes` are all 0 — identifies the group; devices agreeing on every other digit
+  // share it. key: position in the group, so sub-communicator rank == IndexOver(device, axes).
+  const int color = static_cast<int>(mesh_.Group(device_, axes).front());
   const int key = static_cast<int>(mesh_.IndexOver(device_, axes));
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_split(world_, color, key, &comm);
@@ -445,12 +443,15 @@ absl::Status Executor::Run(const PreparedPlan& prepared, LocalArray& buffer,
 }
 
 absl::Status Executor::AllReduce(const std::vector<std::string>& axes, LocalArray& buffer) {
-  for (const std::string& axis : axes) {
-    if (!mesh_.HasAxis(axis)) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "'"));
-    }
-  }
   if (axes.empty()) return absl::OkStatus();
+  // The axes must be a valid partial clause: known axes or sub-axes, distinct and not
+  // overlapping (overlapping pieces would make Group and GroupSize disagree).
+  DistType sum_over;
+  sum_over.partial = axes;
+  if (absl::Status s = Validate(mesh_, sum_over); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot sum over {", absl::StrJoin(axes, ","), "}: ", s.message()));
+  }
   if (buffer.num_elements() > INT_MAX) {
     return absl::InvalidArgumentError("buffer exceeds MPI's int count limit");
   }

@@ -17,9 +17,14 @@
 //   reduce_scatter     pack along scatter_axis, MPI_Reduce_scatter_block
 //   collective_permute MPI_Sendrecv (MPI_PROC_NULL without partner; non-targets keep their data)
 //   all_to_all_v       box packing, MPI_Alltoallv on the whole communicator
-// Sub-communicators are made once per ordered axis list with MPI_Comm_split (color = index over
-// the other axes, key = index over the listed axes, so sub-communicator rank = group order)
-// and cached for the executor's lifetime.
+// Sub-communicators are made once per ordered axis list with MPI_Comm_split (color = the
+// group's first device, key = index over the listed axes, so sub-communicator rank = group
+// order) and cached for the executor's lifetime.
+//
+// Sub-axes (`y:(m)k`, typesys/sub_axis.h) are accepted wherever axes are: a collective over
+// y:(2)2 on x=2,y=4 runs on the devices that agree on x and on the other digit of y
+// (Mesh::Group), which are the groups of axis y:(2)2 of the refined mesh x=2,y:(1)2=2,y:(2)2=2
+// with the same device numbering — so rank r is still device r and no plan needs rewriting.
 //
 // Element types: data moves as bytes. Sums use MPI_FLOAT, MPI_DOUBLE, MPI_INT8_T, MPI_INT32_T,
 // MPI_INT64_T with MPI_SUM; f16 and bf16 are carried as MPI_UINT16_T and summed by a
@@ -98,12 +103,13 @@ class Executor {
   // over the buffer's memory accounting for the run. `stats` may be null.
   absl::Status Run(const PreparedPlan& prepared, LocalArray& buffer, ExecutionStats* stats);
 
-  // Collective over the groups of `axes`: replaces `buffer` by the elementwise sum over its
-  // group (MPI_Allreduce in place with the element type's sum). Used to check partial results.
+  // Collective over the groups of `axes` (axes or sub-axes, distinct, not overlapping;
+  // InvalidArgument otherwise): replaces `buffer` by the elementwise sum over its group
+  // (MPI_Allreduce in place with the element type's sum). Used to check partial results.
   absl::Status AllReduce(const std::vector<std::string>& axes, LocalArray& buffer);
 
-  // The sub-communicator of `axes` (made on first use; collective then). Rank in it = index
-  // of this device in its group.
+  // The sub-communicator of `axes` (valid axis references of mesh(), sub-axes included; made
+  // on first use, collective then). Rank in it = index of this device in its group.
   MPI_Comm Communicator(const std::vector<std::string>& axes);
 
  private:
