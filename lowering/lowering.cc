@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "typesys/absl_compat.h"
 #include "typesys/collective.h"
+#include "typesys/sub_axis.h"
 
 #ifdef RESHARD_LOWERING_HAVE_PROOFS
 #include "proofs/plan_certificate.h"
@@ -52,9 +53,38 @@ absl::StatusOr<std::vector<std::string>> AxisNames(const Mesh& m, llvm::ArrayRef
                                                      " is out of range for a mesh with ",
                                                      m.num_axes(), " axes"));
     }
-    names.push_back(MeshAxisName(axis));
+    // The mesh's own axis names: a<i> on a converted mesh, atoms on a refinement (below).
+    names.push_back(m.axes()[axis].name);
   }
   return names;
+}
+
+// The first reference in `plan` that is not an axis of `m` (a sub-axis), or "".
+std::string FirstNonAxis(const Mesh& m, const Plan& plan) {
+  auto first = [&](const std::vector<std::string>& refs) -> std::string {
+    for (const std::string& ref : refs) {
+      if (!m.HasAxis(ref)) return ref;
+    }
+    return "";
+  };
+  auto in_type = [&](const DistType& type) -> std::string {
+    for (const Dim& dim : type.dims) {
+      if (std::string ref = first(dim.axes); !ref.empty()) return ref;
+    }
+    return first(type.partial);
+  };
+  if (std::string ref = in_type(plan.source); !ref.empty()) return ref;
+  for (const Step& step : plan.steps) {
+    if (std::string ref = first(step.op.mesh_axes); !ref.empty()) return ref;
+    if (std::string ref = in_type(step.type); !ref.empty()) return ref;
+  }
+  return "";
+}
+
+std::string ShapeSuffix(const Mesh& m) {
+  std::vector<int64_t> sizes;
+  for (const MeshAxis& axis : m.axes()) sizes.push_back(axis.size);
+  return absl::StrJoin(sizes, "x");
 }
 
 }  // namespace
@@ -157,6 +187,81 @@ RankedTensorType LocalTensorType(const Mesh& m, const DistType& type, mlir::Type
   return RankedTensorType::get(shape, element_type);
 }
 
+mlir::mesh::MeshOp RefinedMeshOp(mlir::mesh::MeshOp mesh_op, const Mesh& refined,
+                                  mlir::SymbolTableCollection& symbols) {
+  Operation* table_op = mlir::SymbolTable::getNearestSymbolTable(mesh_op->getParentOp());
+  mlir::SymbolTable& table = symbols.getSymbolTable(table_op);
+  llvm::SmallVector<int64_t> shape;
+  for (const MeshAxis& axis : refined.axes()) shape.push_back(axis.size);
+  const std::string base = absl::StrCat(mesh_op.getSymName().str(), "_", ShapeSuffix(refined));
+  std::string name = base;
+  for (int suffix = 1;; ++suffix) {
+    Operation* existing = table.lookup(name);
+    if (existing == nullptr) break;
+    auto existing_mesh = mlir::dyn_cast<mesh::MeshOp>(existing);
+    if (existing_mesh && existing_mesh.getShape() == llvm::ArrayRef<int64_t>(shape)) {
+      return existing_mesh;
+    }
+    name = absl::StrCat(base, "_", suffix);
+  }
+  mlir::OpBuilder builder(mesh_op->getContext());
+  auto fresh = builder.create<mesh::MeshOp>(mesh_op.getLoc(), name, shape);
+  table.insert(fresh, std::next(mlir::Block::iterator(mesh_op)));
+  return fresh;
+}
+
+absl::StatusOr<AxisRefinement> RefinementOf(const Mesh& coarse, const Mesh& fine) {
+  auto not_a_refinement = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("mesh ", fine.ToString(),
+                                                   " is not a refinement of ", coarse.ToString(),
+                                                   ": ", Absl(why)));
+  };
+  if (fine.num_devices() != coarse.num_devices()) {
+    return not_a_refinement("the device counts differ");
+  }
+  // Each coarse axis is a run of consecutive fine axes whose sizes multiply to its size (one
+  // fine axis for a size-1 coarse axis); the run's members are its pieces, major to minor.
+  std::vector<std::string> refs;
+  std::vector<int64_t> fine_sizes;
+  int next = 0;
+  for (int i = 0; i < coarse.num_axes(); ++i) {
+    const MeshAxis& axis = coarse.axes()[i];
+    int64_t covered = 1;
+    int first = next;
+    do {
+      if (next >= fine.num_axes()) return not_a_refinement("its axes run out");
+      covered *= fine.axes()[next].size;
+      ++next;
+    } while (covered < axis.size);
+    if (covered != axis.size) {
+      return not_a_refinement(absl::StrCat("no run of its axes has the size ", axis.size,
+                                           " of axis ", i));
+    }
+    int64_t pre = 1;
+    for (int j = first; j < next; ++j) {
+      const int64_t size = fine.axes()[j].size;
+      if (next - first == 1) {
+        refs.push_back(axis.name);
+      } else if (size == 1) {
+        return not_a_refinement(absl::StrCat("axis ", j, " of size 1 splits axis ", i));
+      } else {
+        refs.push_back(absl::StrCat(axis.name, ":(", pre, ")", size));
+      }
+      fine_sizes.push_back(size);
+      pre *= size;
+    }
+  }
+  if (next != fine.num_axes()) return not_a_refinement("it has axes left over");
+  absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(coarse, refs);
+  if (!r.ok()) return r.status();
+  // Every piece is its own atom (the pieces tile each axis), so the refinement has exactly the
+  // fine mesh's sizes; checked rather than assumed.
+  std::vector<int64_t> got;
+  for (const MeshAxis& atom : r->refined().axes()) got.push_back(atom.size);
+  if (got != fine_sizes) return not_a_refinement("internal: refinement sizes differ");
+  return r;
+}
+
 absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location loc,
                                      llvm::StringRef mesh_name, const Mesh& m, const Plan& plan,
                                      mlir::Value source) {
@@ -166,6 +271,12 @@ absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location lo
           "strategy '", plan.strategy, "' produced all_to_all_v (step ", i + 1,
           "), which has no mesh-dialect equivalent; use strategy=normal or optimal"));
     }
+  }
+  if (std::string ref = FirstNonAxis(m, plan); !ref.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the plan names ", ref, ", which is not an axis of mesh @", mesh_name.str(), " (",
+        m.ToString(), "); MLIR 19's mesh dialect has no sub-axes: emit RefinePlan(plan) on the "
+        "mesh.mesh of its refined mesh (RefinedMeshOp)"));
   }
   mlir::Type element_type = mlir::cast<mlir::ShapedType>(source.getType()).getElementType();
   mlir::Value value = source;
@@ -496,6 +607,38 @@ absl::StatusOr<Plan> ImportAnnotatedChain(Operation* last, mlir::SymbolTableColl
     ops.push_back(def);
   }
   std::reverse(ops.begin(), ops.end());
+  // The chain may run on a refinement of the shardings' mesh (a plan with sub-axes, lowered
+  // on the refined mesh; docs/mlir.md): read it on the refinement, whose axes are named by
+  // their sub-axis references of the coarse mesh, and coarsen the plan back.
+  auto chain_mesh = ops.front()->getAttrOfType<mlir::FlatSymbolRefAttr>("mesh");
+  if (chain_mesh && chain_mesh != from.getMesh()) {
+    auto chain_mesh_op = mesh::getMeshOrNull(ops.front(), chain_mesh, symbols);
+    if (!chain_mesh_op) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown mesh ", Print(chain_mesh)));
+    }
+    absl::StatusOr<Mesh> fine = ConvertMesh(chain_mesh_op);
+    if (!fine.ok()) return fine.status();
+    absl::StatusOr<AxisRefinement> refinement = RefinementOf(*m, *fine);
+    if (!refinement.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the chain runs on @", chain_mesh.getValue().str(), " but the resharding is on @",
+          from.getMesh().getValue().str(), ": ", refinement.status().message()));
+    }
+    const Mesh& refined = refinement->refined();
+    const DistType refined_source = refinement->Refine(*source);
+    if (ops.front()->getNumOperands() != 1 ||
+        ops.front()->getOperand(0).getType() !=
+            LocalTensorType(refined, refined_source, global.getElementType())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the chain's input is not the local tensor ",
+                       Print(LocalTensorType(*m, *source, global.getElementType())), " of ",
+                       ToString(*source)));
+    }
+    absl::StatusOr<Plan> plan = ImportChain(refined, chain_mesh.getValue(), refined_source,
+                                            refinement->Refine(*target), ops);
+    if (!plan.ok()) return plan.status();
+    return CoarsenPlan(*m, *std::move(plan));
+  }
   if (ops.front()->getNumOperands() != 1 ||
       ops.front()->getOperand(0).getType() !=
           LocalTensorType(*m, *source, global.getElementType())) {

@@ -19,6 +19,14 @@
 // With annotation on, the last op of a chain carries kReshardingAttrName =
 // {from = #mesh.shard<..>, to = #mesh.shard<..>, global_type = tensor<..>, steps = N : i64},
 // which is all ImportAnnotatedChain needs to read the chain back (translation validation).
+//
+// Sub-axes (typesys/sub_axis.h): MLIR 19's mesh dialect has none, so a plan naming `a1:(2)2`
+// is emitted on the *refined* mesh (RefinePlan), declared as a mesh.mesh of its own shape
+// (RefinedMeshOp: 2x4 refined for a1:(2)2 is `mesh.mesh @mesh_2x2x2(shape = 2x2x2)`). Both
+// meshes number devices row-major, and refining splits one coordinate into its mixed-radix
+// digits, so device ids (mesh.process_linear_index), every local block and every collective's
+// device groups are the same on both. The annotation keeps the shardings on the user's mesh;
+// ImportAnnotatedChain reads a chain on a refinement back into a plan on the user's mesh.
 #ifndef RESHARD_LOWERING_LOWERING_H_
 #define RESHARD_LOWERING_LOWERING_H_
 
@@ -33,6 +41,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard::lowering {
 
@@ -66,11 +75,27 @@ mlir::RankedTensorType LocalTensorType(const Mesh& mesh, const DistType& type,
 
 // Emits plan.steps at the builder's insertion point, starting from `source` (a value of
 // plan.source's local tensor type) and returns the final value (`source` for an empty plan).
-// Every op's result type is the local tensor of its step's type. InvalidArgument for an
-// all_to_all_v step (no mesh-dialect equivalent); nothing is emitted then.
+// Every op's result type is the local tensor of its step's type. `mesh` is the mesh of
+// `mesh_name`, and every axis reference of the plan must be one of its axes. InvalidArgument
+// for an all_to_all_v step (no mesh-dialect equivalent) or a reference that is not an axis
+// (a sub-axis: emit RefinePlan(plan) on RefinedMeshOp instead); nothing is emitted then.
 absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location loc,
                                      llvm::StringRef mesh_name, const Mesh& mesh, const Plan& plan,
                                      mlir::Value source);
+
+// The mesh.mesh whose shape is `refined` (a refinement of mesh_op's mesh, e.g. from
+// RefinePlan): an existing mesh.mesh named <mesh>_<shape> (e.g. @mesh_2x2x2) of exactly that
+// shape, or a new one inserted right after `mesh_op` (named <mesh>_<shape>_<n> if the name is
+// taken by something else). Inserting modifies the symbol table that holds `mesh_op` (kept
+// current in `symbols`): only for passes anchored on that op (the module).
+mlir::mesh::MeshOp RefinedMeshOp(mlir::mesh::MeshOp mesh_op, const Mesh& refined,
+                                 mlir::SymbolTableCollection& symbols);
+
+// `fine` as a refinement of `coarse`: each coarse axis must be a run of consecutive fine axes
+// whose sizes multiply to its size. The result's refined() is `fine` with its axes renamed to
+// their sub-axis references on `coarse` (2x4 -> 2x2x2: a0, a1:(1)2, a1:(2)2). InvalidArgument
+// naming why otherwise.
+absl::StatusOr<AxisRefinement> RefinementOf(const Mesh& coarse, const Mesh& fine);
 
 // Attaches kReshardingAttrName to `last` (see the file comment).
 void AnnotateChain(mlir::Operation* last, mlir::mesh::MeshShardingAttr from,
@@ -82,8 +107,8 @@ bool IsChainCollective(mlir::Operation* op);
 
 // Reads `ops` (in order, each consuming the previous one's result; the first consumes a value
 // of `source`'s local type) back into a plan from `source` to `target` on `mesh`. The
-// collectives' attributes, not any plan, define the steps: mesh_axes indices become a<i>
-// names; step types follow from the typing rules, and a permute's type is the one (found by
+// collectives' attributes, not any plan, define the steps: mesh_axes indices become the
+// names of `mesh`'s axes; step types follow from the typing rules, and a permute's type is the one (found by
 // search) with which the rest of the chain ends at `target`. InvalidArgument naming the op
 // that does not read back: an unknown op, a different mesh, a non-sum reduction, a result
 // type that is not the local tensor of the step's type, a step that does not type-check.
@@ -92,7 +117,10 @@ absl::StatusOr<Plan> ImportChain(const Mesh& mesh, llvm::StringRef mesh_name,
                                  llvm::ArrayRef<mlir::Operation*> ops);
 
 // Reads the chain that ends at `last` (an op carrying kReshardingAttrName) back into a plan.
-// InvalidArgument when the attribute is malformed, the chain is shorter than `steps`, or as
+// When the chain's ops run on another mesh than the annotation's shardings, that mesh must be
+// a refinement of the shardings' mesh (RefinementOf); the chain is read on it and the plan
+// returned on the shardings' mesh, with sub-axes (CoarsenPlan). InvalidArgument when the
+// attribute is malformed, the chain is shorter than `steps`, the meshes do not match, or as
 // ImportChain.
 absl::StatusOr<Plan> ImportAnnotatedChain(mlir::Operation* last,
                                           mlir::SymbolTableCollection& symbols);

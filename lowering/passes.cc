@@ -8,6 +8,12 @@
 // differs from upstream. Where upstream asserts on a broken contract (or silently emits
 // wrong IR), this pass emits an error and fails. All checks and all plans happen before the
 // function is rewritten, so a failing function is left untouched.
+//
+// Sub-axes: a plan may use part of a mesh axis (`a1:(2)2`), which MLIR 19's mesh dialect cannot
+// name; such a plan is emitted on its refined mesh, a mesh.mesh of its own added next to the
+// user's (RefinedMeshOp, docs/mlir.md). Adding a symbol to the module is only allowed to a pass
+// anchored on the module, so the pass can be scheduled on builtin.module (every func.func in
+// it, sub-axes on) or on func.func (whole-axis plans only, as before sub-axes existed).
 #include "lowering/passes.h"
 
 #include <string>
@@ -45,12 +51,15 @@ llvm::StringRef Ref(const absl::Status& status) { return Ref(status.message()); 
 struct Resharding {
   mesh::MeshOp mesh_op;
   Mesh mesh;
-  Plan plan;
+  Plan plan;  // On `mesh`; may name sub-axes.
   RankedTensorType global;
+  // RefinePlan(plan): plan itself when it has no sub-axes, else on its refined mesh (emitted
+  // on RefinedMeshOp).
+  Plan emitted;
 };
 
 struct ReshardSpmdizationPass
-    : public mlir::PassWrapper<ReshardSpmdizationPass, mlir::OperationPass<mlir::func::FuncOp>> {
+    : public mlir::PassWrapper<ReshardSpmdizationPass, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReshardSpmdizationPass)
 
   ReshardSpmdizationPass() = default;
@@ -84,9 +93,17 @@ struct ReshardSpmdizationPass
                                        "on the interpreter (and Z3 when built with proofs/)"),
                         llvm::cl::init(false)};
 
+  // builtin.module: every function in it, plans may use sub-axes (the pass may add refined
+  // mesh.mesh ops to the module). func.func: that function, whole-axis plans only.
+  bool canScheduleOn(mlir::RegisteredOperationName name) const override {
+    return name.getStringRef() == mlir::ModuleOp::getOperationName() ||
+           name.getStringRef() == mlir::func::FuncOp::getOperationName();
+  }
+
   void runOnOperation() override;
 
  private:
+  LogicalResult runOnFunction(mlir::func::FuncOp func, Strategy parsed);
   LogicalResult check(mlir::func::FuncOp func, Strategy parsed);
   LogicalResult checkShard(mesh::ShardOp shard, Strategy parsed);
   LogicalResult checkOp(Operation& op);
@@ -96,6 +113,9 @@ struct ReshardSpmdizationPass
 
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
+  // True when anchored on a module: synthesis may use sub-axes, and plans that do are emitted
+  // on refined meshes added to the module.
+  bool sub_axes_ = false;
 };
 
 mesh::ShardOp SourceShard(mesh::ShardOp target) {
@@ -138,6 +158,7 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   if (!from_type.ok()) return source.emitError(Ref(from_type.status()));
   SynthesisOptions options;
   options.strategy = parsed;
+  options.sub_axes = sub_axes_;
   absl::StatusOr<Plan> plan = Synthesize(*m, *from_type, *type, options);
   if (!plan.ok()) {
     return shard.emitError("reshard cannot reshard ")
@@ -152,7 +173,17 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
              << "), which has no mesh-dialect equivalent; use strategy=normal or optimal";
     }
   }
-  reshardings_[shard.getOperation()] = {mesh_op, *m, *std::move(plan), global};
+  // Refining a synthesized plan cannot fail (its pieces come from one refinement), but the
+  // check costs nothing and keeps rewrite() free of errors that would leave IR half-done.
+  absl::StatusOr<Plan> emitted = RefinePlan(*plan);
+  if (!emitted.ok()) {
+    return shard.emitError("reshard cannot lower the plan's sub-axes: ") << Ref(emitted.status());
+  }
+  if (!sub_axes_ && !(emitted->mesh == *m)) {
+    return shard.emitError("internal: a whole-axis plan names sub-axes");
+  }
+  reshardings_[shard.getOperation()] = {mesh_op, *m, *std::move(plan), global,
+                                        *std::move(emitted)};
   return mlir::success();
 }
 
@@ -224,9 +255,12 @@ LogicalResult ReshardSpmdizationPass::rewriteShard(mesh::ShardOp shard, mlir::IR
   const Resharding& r = it->second;
   mesh::ShardOp source = SourceShard(shard);
   Value input = map.lookup(source.getSrc());
-  mesh::MeshOp mesh_op = r.mesh_op;
-  absl::StatusOr<Value> out = EmitPlan(builder, shard.getLoc(), mesh_op.getSymName(), r.mesh,
-                                       r.plan, input);
+  // A plan with sub-axes runs on its refined mesh: same devices, same numbering.
+  mesh::MeshOp mesh_op = r.emitted.mesh == r.mesh
+                             ? r.mesh_op
+                             : RefinedMeshOp(r.mesh_op, r.emitted.mesh, symbols_);
+  absl::StatusOr<Value> out = EmitPlan(builder, shard.getLoc(), mesh_op.getSymName(),
+                                       r.emitted.mesh, r.emitted, input);
   if (!out.ok()) return shard.emitError(Ref(out.status()));
   if (!r.plan.steps.empty()) {
     Operation* last = out->getDefiningOp();
@@ -347,18 +381,35 @@ LogicalResult ReshardSpmdizationPass::rewrite(mlir::func::FuncOp func) {
   return mlir::success();
 }
 
+LogicalResult ReshardSpmdizationPass::runOnFunction(mlir::func::FuncOp func, Strategy parsed) {
+  if (func.isExternal()) return mlir::success();
+  reshardings_.clear();
+  if (mlir::failed(check(func, parsed)) || mlir::failed(rewrite(func))) return mlir::failure();
+  return mlir::success();
+}
+
 void ReshardSpmdizationPass::runOnOperation() {
-  mlir::func::FuncOp func = getOperation();
-  if (func.isExternal()) return;
+  Operation* anchor = getOperation();
   absl::StatusOr<Strategy> parsed = ParseStrategy(strategy.getValue());
   if (!parsed.ok()) {
-    func.emitError("reshard-spmdization: ") << Ref(parsed.status());
+    anchor->emitError("reshard-spmdization: ") << Ref(parsed.status());
     return signalPassFailure();
   }
-  reshardings_.clear();
-  if (mlir::failed(check(func, *parsed)) || mlir::failed(rewrite(func))) {
-    return signalPassFailure();
+  symbols_ = mlir::SymbolTableCollection();
+  if (auto func = mlir::dyn_cast<mlir::func::FuncOp>(anchor)) {
+    sub_axes_ = false;
+    if (mlir::failed(runOnFunction(func, *parsed))) signalPassFailure();
+    return;
   }
+  sub_axes_ = true;
+  // Collected first: rewriting may add mesh.mesh ops to the module being walked.
+  llvm::SmallVector<mlir::func::FuncOp> funcs;
+  anchor->walk([&](mlir::func::FuncOp func) { funcs.push_back(func); });
+  bool failed = false;
+  for (mlir::func::FuncOp func : funcs) {
+    if (mlir::failed(runOnFunction(func, *parsed))) failed = true;
+  }
+  if (failed) signalPassFailure();
 }
 
 struct ReshardValidatePass
