@@ -455,7 +455,13 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                 std::make_tuple(existing->us, existing->cost, existing->steps)) {
           continue;
         }
-        if (!uniform_ && edge.cost > 0 && !Charge(mesh_.num_devices())) return WorkExhausted();
+        // MinimalPermute's greedy pairing compares up to 64 holders (placement.cc's
+        // kGreedyPairingLimit) per device, each comparison a walk over the mesh axes.
+        if (!uniform_ && edge.cost > 0 &&
+            !Charge(mesh_.num_devices() * std::min<int64_t>(mesh_.num_devices(), 64) *
+                    mesh_.num_axes())) {
+          return WorkExhausted();
+        }
         edge.us = uniform_ || edge.cost == 0
                       ? optimistic
                       : options_.cost_model->StepCostUs(
