@@ -136,6 +136,10 @@ TEST(SubAxisRuleTest, RulesApplyThroughTheRefinement) {
   // Gathering the major piece would leave the minor one as the block's only split, which is a
   // different block order: the rule needs the dimension to end with the gathered piece.
   EXPECT_FALSE(ApplyRule(mesh, T(mesh, "f32[8{x},4]"), Collective::AllGather({"x:(1)2"}, 0)).ok());
+  // Overlapping pieces in one collective are refused before any group is formed.
+  const Collective overlap = Collective::AllGather({"x:(1)2", "x"}, 0);
+  EXPECT_THAT(std::string(CheckCollectiveShape(mesh, overlap).message()), HasSubstr("overlap"));
+  EXPECT_FALSE(ApplyRule(mesh, T(mesh, "f32[8{x},4]"), overlap).ok());
   EXPECT_TRUE(CheckStep(mesh, T(mesh, "f32[8,4] partial{x}"),
                         Collective::ReduceScatter({"x:(2)2"}, 1),
                         T(mesh, "f32[8,4{x:(2)2}] partial{x:(1)2}"))

@@ -236,6 +236,11 @@ absl::Status CheckCollectiveShape(const Mesh& mesh, const Collective& op) {
           return absl::InvalidArgumentError(
               absl::StrCat("mesh_axes names '", op.mesh_axes[i], "' twice"));
         }
+        if (!Mesh::Compatible(mesh.Resolve(op.mesh_axes[j]), mesh.Resolve(op.mesh_axes[i]))) {
+          return absl::InvalidArgumentError(absl::StrCat("mesh_axes pieces '", op.mesh_axes[j],
+                                                         "' and '", op.mesh_axes[i],
+                                                         "' overlap or do not nest"));
+        }
       }
     }
   }

@@ -220,11 +220,7 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
                                                        "' is used twice in ", text, " (",
                                                        use.where, " and ", where, ")"));
       }
-      // Pieces of one axis must be disjoint digit groups of one mixed-radix split: one ends
-      // (in stride) where the other starts, or further, on a common divisor chain.
-      const Mesh::Digit& hi = use.digit.stride > digit.stride ? use.digit : digit;
-      const Mesh::Digit& lo = use.digit.stride > digit.stride ? digit : use.digit;
-      if (hi.stride % (lo.stride * lo.size) != 0) {
+      if (!Mesh::Compatible(use.digit, digit)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "mesh axis pieces '", use.ref, "' (", use.where, ") and '", axis, "' (", where,
             ") overlap or do not nest in ", text, " (axis '", mesh.axes()[digit.index].name,

@@ -169,6 +169,13 @@ int64_t Mesh::DeviceId(absl::Span<const int64_t> coordinates) const {
   return device;
 }
 
+bool Mesh::Compatible(const Digit& a, const Digit& b) {
+  if (a.index != b.index) return true;
+  const Digit& major = a.stride > b.stride ? a : b;
+  const Digit& minor = a.stride > b.stride ? b : a;
+  return major.stride % (minor.stride * minor.size) == 0;
+}
+
 int64_t Mesh::IndexOver(int64_t device, absl::Span<const std::string> axes) const {
   std::vector<int64_t> coordinates = Coordinates(device);
   int64_t index = 0;

@@ -89,6 +89,10 @@ class Mesh {
     int64_t size = 1;
   };
   Digit Resolve(std::string_view ref) const;
+  // Two resolved references can be used together (in one type or one collective): different
+  // axes, or disjoint digit groups of one split of the axis — the major one's stride is a
+  // multiple of the minor one's stride·size (so their breakpoints nest).
+  static bool Compatible(const Digit& a, const Digit& b);
 
   // Coordinates of device `device` (0 <= device < num_devices()), one per axis in mesh order.
   std::vector<int64_t> Coordinates(int64_t device) const;
