@@ -1,11 +1,13 @@
-// baselines.cc — strategies `gspmd`, `greedy` (imitations of XLA and PyTorch DTensor) and the
-// point-to-point `direct` exchange. docs/baselines.md documents the imitations.
+// baselines.cc — strategies `gspmd`, `greedy` (imitations of XLA and PyTorch DTensor), the
+// point-to-point `direct` exchange, and the Shardy-style reference pass (ShardySteps, a
+// benchmark baseline, not a strategy). docs/baselines.md documents the imitations.
 
 #include "synth/baselines.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +21,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -137,6 +140,298 @@ bool InPlace(const DistType& c, const DistType& to, const std::string& axis) {
   if (p.dim < 0 || !(PlaceOf(to, axis) == p)) return false;
   return std::equal(c.dims[p.dim].axes.begin(), c.dims[p.dim].axes.begin() + p.pos + 1,
                     to.dims[p.dim].axes.begin());
+}
+
+
+// ---- Shardy-style reshard (ShardySteps). Works on a mesh whose axes are the prime-sized
+// atoms of the user's axes, so "a sub-axis of size c" is "a run of atoms of total size c" and
+// Shardy's capacity splits become choices of whole atoms. ----
+
+// The part of a type that still differs from the target, per dimension: Shardy's
+// inAxesPerDim / outAxesPerDim (the common prefix of the current and target lists removed).
+struct AxisDiff {
+  std::vector<std::vector<std::string>> in, out;
+  std::vector<std::vector<std::string>> prefix;  // The common prefix itself.
+  // The dimension and index of an atom in `out`, or {-1, -1}.
+  std::pair<int, int> OutPlace(const std::string& atom) const {
+    for (size_t d = 0; d < out.size(); ++d) {
+      auto it = std::find(out[d].begin(), out[d].end(), atom);
+      if (it != out[d].end()) return {static_cast<int>(d), static_cast<int>(it - out[d].begin())};
+    }
+    return {-1, -1};
+  }
+  bool Done() const {
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (!in[d].empty() || !out[d].empty()) return false;
+    }
+    return true;
+  }
+};
+
+AxisDiff DiffOf(const DistType& current, const DistType& to) {
+  AxisDiff diff;
+  for (int d = 0; d < current.rank(); ++d) {
+    const std::vector<std::string>& c = current.dims[d].axes;
+    const std::vector<std::string>& t = to.dims[d].axes;
+    size_t p = 0;
+    while (p < c.size() && p < t.size() && c[p] == t[p]) ++p;
+    diff.prefix.emplace_back(c.begin(), c.begin() + p);
+    diff.in.emplace_back(c.begin() + p, c.end());
+    diff.out.emplace_back(t.begin() + p, t.end());
+  }
+  return diff;
+}
+
+bool Divides(int64_t a, int64_t b) { return a % b == 0 || b % a == 0; }
+
+// Partial sums `to` drops, reduced before any movement: per dimension, the run of such axes
+// that `to` puts right behind the dimension's current axes is reduce_scattered onto it; the
+// rest is all_reduced in one step.
+void ShardyReduce(const Mesh& mesh, const DistType& to, StepBuilder& b) {
+  std::vector<std::string> pending = ToReduce(mesh, b.current(), to);
+  for (int d = 0; d < to.rank() && !pending.empty(); ++d) {
+    const std::vector<std::string>& have = b.current().dims[d].axes;
+    const std::vector<std::string>& want = to.dims[d].axes;
+    if (!IsPrefix(have, want)) continue;
+    std::vector<std::string> run;
+    for (size_t k = have.size(); k < want.size() && Contains(pending, want[k]); ++k) {
+      run.push_back(want[k]);
+    }
+    if (run.empty() || !b.TryApply(Collective::ReduceScatter(run, d))) continue;
+    std::erase_if(pending, [&](const std::string& a) { return Contains(run, a); });
+  }
+  if (!pending.empty()) b.Apply(Collective::AllReduce(pending));
+}
+
+// Shardy's all-slice: capacity of dimension d = |out_d| / gcd(|in_d|, |out_d|). Target axes
+// not used yet are sliced on their own dimension while its capacity allows, the rest on the
+// first dimension with capacity. (Shardy's extra rule that slices a target dimension's axes
+// on the source dimension of a future all-to-all is not imitated.) True if it sliced.
+bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
+  const AxisDiff diff = DiffOf(b.current(), to);
+  const int rank = to.rank();
+  DistType next = b.current();
+  std::vector<int64_t> capacity(rank);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t in = mesh.GroupSize(diff.in[d]), out = mesh.GroupSize(diff.out[d]);
+    capacity[d] = out / std::gcd(in, out);
+  }
+  std::vector<std::vector<std::string>> slicing(rank);
+  auto take = [&](const std::string& atom, int d) {
+    const int64_t size = mesh.AxisSize(atom);
+    const int64_t local = next.dims[d].size / mesh.GroupSize(next.dims[d].axes);
+    if (capacity[d] % size != 0 || local % size != 0) return false;
+    capacity[d] /= size;
+    slicing[d].push_back(atom);
+    next.dims[d].axes.push_back(atom);
+    return true;
+  };
+  std::vector<std::string> leftover;
+  for (int d = 0; d < rank; ++d) {
+    for (const std::string& atom : diff.out[d]) {
+      if (AxisUse(next, atom) != kUnused) continue;
+      if (!take(atom, d)) leftover.push_back(atom);
+    }
+  }
+  for (int d = 0; d < rank; ++d) {
+    for (auto it = leftover.begin(); it != leftover.end() && capacity[d] > 1;) {
+      it = take(*it, d) ? leftover.erase(it) : it + 1;
+    }
+  }
+  bool sliced = false;
+  for (int d = 0; d < rank; ++d) {
+    if (slicing[d].empty()) continue;
+    b.Apply(Collective::AllSlice(slicing[d], d));
+    sliced = true;
+  }
+  return sliced;
+}
+
+// Shardy's conditions for a collective-permute (shouldCollectivePermute): some dimension has
+// both misplaced and wanted axes of divisible sizes at its front; axes bound for one target
+// dimension sit out of order or apart; an axis to gather sits behind one to move while its
+// dimension wants nothing; or an axis to gather and an unused wanted axis have divisible sizes.
+bool ShardyShouldPermute(const Mesh& mesh, const DistType& current, const AxisDiff& diff) {
+  std::optional<int64_t> out_size, in_size;
+  const int rank = current.rank();
+  for (int d = 0; d < rank; ++d) {
+    const std::vector<std::string>& in = diff.in[d];
+    const std::vector<std::string>& out = diff.out[d];
+    if (!in.empty() && !out.empty() &&
+        Divides(mesh.AxisSize(in.front()), mesh.AxisSize(out.front()))) {
+      return true;
+    }
+    for (const std::string& atom : out) {
+      if (AxisUse(current, atom) == kUnused) out_size = mesh.AxisSize(atom);
+    }
+    int last_dim = -1;  // Target dimension of the previous atom (-1: none or to gather).
+    int last_index = 0;
+    std::vector<bool> seen(rank, false);
+    for (const std::string& atom : in) {
+      const auto [od, index] = diff.OutPlace(atom);
+      if (od >= 0) {
+        if ((od == d || seen[od]) && (last_dim != od || index != last_index + 1)) return true;
+        seen[od] = true;
+        last_index = index;
+        last_dim = od;
+      } else {
+        if (last_dim >= 0 && out.empty()) return true;
+        in_size = mesh.AxisSize(atom);
+        last_dim = -1;
+      }
+    }
+  }
+  return out_size && in_size && Divides(*out_size, *in_size);
+}
+
+// Shardy's collective-permute (performCollectivePermute): each dimension keeps the size of
+// its misplaced part (its capacity) and refills it with, in order, the wanted axes of that
+// dimension that fit at the front (now in place), other wanted axes (appended, in any
+// dimension with capacity, to be moved by all-to-alls), and the axes to gather (put in front,
+// in their own dimension first, so they are gathered after the others move). False when the
+// refill does not match every capacity exactly (mixed prime sizes) or changes nothing.
+bool ShardyPermute(const Mesh& mesh, const DistType& to, StepBuilder& b) {
+  const DistType& current = b.current();
+  const AxisDiff diff = DiffOf(current, to);
+  if (!ShardyShouldPermute(mesh, current, diff)) return false;
+  const int rank = to.rank();
+  std::vector<int64_t> capacity(rank);
+  std::vector<std::vector<std::string>> placed = diff.prefix, in(rank), available_in(rank);
+  std::vector<std::string> available_out;
+  for (int d = 0; d < rank; ++d) {
+    capacity[d] = mesh.GroupSize(diff.in[d]);
+    const int64_t initial = capacity[d];
+    size_t k = 0;
+    for (; k < diff.out[d].size() && capacity[d] > 1; ++k) {
+      const int64_t size = mesh.AxisSize(diff.out[d][k]);
+      if (capacity[d] % size != 0) break;
+      capacity[d] /= size;
+      placed[d].push_back(diff.out[d][k]);
+    }
+    available_out.insert(available_out.end(), diff.out[d].begin() + k, diff.out[d].end());
+    // Axes to gather: those that took the place of wanted axes go to the back of the list,
+    // the rest to the front, so step 3 below puts the latter back where they were.
+    int64_t used = initial / capacity[d];
+    std::vector<std::string> gather, front;
+    for (const std::string& atom : diff.in[d]) {
+      if (diff.OutPlace(atom).first >= 0) continue;
+      const int64_t size = mesh.AxisSize(atom);
+      if (used > 1 && used % size == 0) {
+        used /= size;
+        gather.push_back(atom);
+      } else {
+        front.push_back(atom);
+      }
+    }
+    available_in[d] = front;
+    available_in[d].insert(available_in[d].end(), gather.begin(), gather.end());
+  }
+  // Shardy's distributeInAxesWithinCapacity: dimension by dimension, take the atoms that fit.
+  auto distribute = [&](int d, std::vector<std::string>& atoms, bool to_front) {
+    std::vector<std::string> taken;
+    for (auto it = atoms.begin(); it != atoms.end() && capacity[d] > 1;) {
+      const int64_t size = mesh.AxisSize(*it);
+      if (capacity[d] % size != 0) {
+        ++it;
+        continue;
+      }
+      capacity[d] /= size;
+      taken.push_back(*it);
+      it = atoms.erase(it);
+    }
+    in[d].insert(to_front ? in[d].begin() : in[d].end(), taken.begin(), taken.end());
+  };
+  for (int d = 0; d < rank; ++d) distribute(d, available_out, /*to_front=*/false);
+  // The own-dimension pass of the axes to gather, then the others anywhere (both in front).
+  for (int d = 0; d < rank; ++d) distribute(d, available_in[d], /*to_front=*/true);
+  std::vector<std::string> rest;
+  for (const std::vector<std::string>& atoms : available_in) {
+    rest.insert(rest.end(), atoms.begin(), atoms.end());
+  }
+  for (int d = 0; d < rank; ++d) distribute(d, rest, /*to_front=*/true);
+  DistType next = current;
+  for (int d = 0; d < rank; ++d) {
+    if (capacity[d] != 1) return false;
+    next.dims[d].axes = placed[d];
+    next.dims[d].axes.insert(next.dims[d].axes.end(), in[d].begin(), in[d].end());
+  }
+  if (next == current) return false;
+  RESHARD_CHECK(LocalShape(mesh, next) == LocalShape(mesh, current));
+  b.Permute(next);
+  return true;
+}
+
+// Shardy's all-to-alls (getAllToAllInfo): per source dimension, the longest suffix of its
+// misplaced axes that `to` wants in one other dimension moves there, repeatedly; with
+// `in_order`, only when the suffix is what that dimension wants next. A move the typing rule
+// rejects (divisibility: Shardy would pad) is skipped.
+bool ShardyAllToAlls(const DistType& to, bool in_order, StepBuilder& b) {
+  bool moved = false;
+  for (int src = 0; src < to.rank(); ++src) {
+    while (true) {
+      const AxisDiff diff = DiffOf(b.current(), to);
+      const std::vector<std::string>& in = diff.in[src];
+      int tgt = -1;
+      size_t count = 0;
+      for (auto it = in.rbegin(); it != in.rend(); ++it) {
+        const int od = diff.OutPlace(*it).first;
+        if (od < 0 || od == src || (tgt >= 0 && od != tgt)) break;
+        tgt = od;
+        ++count;
+      }
+      if (tgt < 0) break;
+      const std::vector<std::string> suffix(in.end() - count, in.end());
+      const std::vector<std::string>& want = diff.out[tgt];
+      if (in_order && !IsPrefix(suffix, want)) break;
+      if (!b.TryApply(Collective::AllToAll(suffix, src, tgt))) break;
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+// Shardy's all-gather: per dimension, the suffix of misplaced axes `to` does not want.
+bool ShardyGather(const DistType& to, StepBuilder& b) {
+  bool gathered = false;
+  const AxisDiff diff = DiffOf(b.current(), to);
+  for (int d = 0; d < to.rank(); ++d) {
+    const std::vector<std::string>& in = diff.in[d];
+    size_t count = 0;
+    while (count < in.size() && diff.OutPlace(in[in.size() - 1 - count]).first < 0) ++count;
+    if (count == 0) continue;
+    b.Apply(Collective::AllGather({in.end() - count, in.end()}, d));
+    gathered = true;
+  }
+  return gathered;
+}
+
+// ShardySteps on a mesh whose atoms are axes (`from`, `to` refined).
+std::vector<Step> ShardyStepsOnAtoms(const Mesh& mesh, const DistType& from, const DistType& to,
+                                     bool* fell_back) {
+  StepBuilder b(mesh, from);
+  ShardyReduce(mesh, to, b);
+  // Shardy runs the sequence at most twice (enough when all sizes are powers of two).
+  for (int round = 0; round < 2 && !DiffOf(b.current(), to).Done(); ++round) {
+    ShardySlice(mesh, to, b);
+    ShardyPermute(mesh, to, b);
+    ShardyAllToAlls(to, /*in_order=*/true, b);
+    ShardyAllToAlls(to, /*in_order=*/false, b);
+    ShardyGather(to, b);
+  }
+  const AxisDiff diff = DiffOf(b.current(), to);
+  if (!diff.Done()) {
+    // Not expressible in the rounds above (an axis that does not divide a capacity, or an
+    // all-to-all the sizes forbid): gather what differs, then slice what is wanted.
+    if (fell_back != nullptr) *fell_back = true;
+    for (int d = 0; d < to.rank(); ++d) {
+      if (!diff.in[d].empty()) b.Apply(Collective::AllGather(diff.in[d], d));
+    }
+    for (int d = 0; d < to.rank(); ++d) {
+      if (!diff.out[d].empty()) b.Apply(Collective::AllSlice(diff.out[d], d));
+    }
+  }
+  RESHARD_CHECK(b.current() == to) << "shardy-style reshard ended at " << ToString(b.current());
+  return std::move(b.steps());
 }
 
 }  // namespace
@@ -314,6 +609,23 @@ std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const Dist
     b.steps().push_back(Step{DirectExchange(mesh, b.current(), to), to});
   }
   return std::move(b.steps());
+}
+
+
+absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& from,
+                                              const DistType& to, bool* fell_back) {
+  if (fell_back != nullptr) *fell_back = false;
+  std::vector<std::string> refs = SubAxisRefs(mesh, from);
+  std::vector<std::string> to_refs = SubAxisRefs(mesh, to);
+  refs.insert(refs.end(), to_refs.begin(), to_refs.end());
+  absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+  if (!atoms.ok()) return atoms.status();
+  Plan plan;
+  plan.mesh = atoms->refined();
+  plan.source = atoms->Refine(from);
+  plan.target = atoms->Refine(to);
+  plan.steps = ShardyStepsOnAtoms(plan.mesh, plan.source, plan.target, fell_back);
+  return CoarsenPlan(mesh, std::move(plan)).steps;
 }
 
 }  // namespace internal

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
@@ -41,6 +42,21 @@ std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const Dist
 int64_t DirectTransferCount(const Mesh& mesh, const DistType& in, const DistType& out);
 // all_reduce of the partial axes `to` drops (if any), then DirectExchange.
 std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// An imitation of OpenXLA Shardy's reshard-to-collectives pass with sub-axes
+// (docs/baselines.md): partial sums `to` drops are reduced first (reduce_scatter where the
+// reduced axes are the next axes of a target dimension, else one all_reduce); then, on the
+// prime-factor refinement of `mesh` (every axis split into prime-sized sub-axes), at most two
+// rounds of all_slice -> collective_permute -> all_to_all (in-order targets, then any) ->
+// all_gather, each placing whole sub-axes per Shardy's capacity rules. When the rounds leave
+// the target unreached (divisibility: Shardy would pad), the remaining dimensions are
+// gathered and sliced, and `*fell_back` (if given) is set to true. Not a Strategy (the
+// strategy list is a CLI contract); used by reshard-bench and tests. The steps are canonical
+// on `mesh` (sub-axes where a collective acts on part of an axis) and end at
+// Canonicalize(mesh, to). Requires CheckReshardable(mesh, from, to); InvalidArgument when the
+// sub-axes `from` and `to` name do not nest (AxisRefinement::Create).
+absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& from,
+                                              const DistType& to, bool* fell_back = nullptr);
 
 }  // namespace internal
 }  // namespace reshard
