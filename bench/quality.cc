@@ -8,6 +8,10 @@
 // bytes), total bytes / lower bound; then geometric-mean speedups (modeled time) of normal
 // and optimal over gspmd, greedy and naive, and of normal vs optimal in bytes and cost. With
 // --svg it writes a bar chart of per-case speedups of normal and optimal over gspmd.
+// Then the sub-axis section (issue #7), all under Objective::kBytes: per case total bytes of
+// normal, optimal, whole-axis optimal (SynthesisOptions::sub_axes = false), the optimum of the
+// search on the prime-factor refinement, the Shardy-style pass (internal::ShardySteps) and
+// the lower bound, with summary lines against the issue's targets.
 // Exit code 2 on bad input (a malformed case line names its line number).
 #include <algorithm>
 #include <cmath>
@@ -23,12 +27,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "synth/baselines.h"
 #include "synth/synthesize.h"
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
+#include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -170,6 +178,156 @@ void WriteSvg(const std::string& path, const std::vector<std::string>& labels,
   out << "</svg>\n";
 }
 
+// One row of the sub-axis section: total bytes under Objective::kBytes, or the error.
+struct SubAxisRow {
+  int index = 0;
+  std::string text;
+  absl::StatusOr<int64_t> normal, optimal, whole, atoms, shardy;
+  int64_t lower_bound = 0;
+  bool shardy_fell_back = false;
+};
+
+absl::StatusOr<int64_t> BytesOf(const absl::StatusOr<Plan>& plan) {
+  if (!plan.ok()) return plan.status();
+  return plan->metrics.bytes_received_total;
+}
+
+SubAxisRow MeasureSubAxes(const Case& c, int index, const CostModel& model) {
+  SubAxisRow row;
+  row.index = index;
+  row.text = c.text;
+  auto run = [&](Strategy strategy, bool sub_axes) {
+    SynthesisOptions options;
+    options.strategy = strategy;
+    options.objective = Objective::kBytes;
+    options.sub_axes = sub_axes;
+    options.cost_model = model;
+    return Synthesize(c.mesh, c.from, c.to, options);
+  };
+  row.normal = BytesOf(run(Strategy::kNormal, true));
+  row.optimal = BytesOf(run(Strategy::kOptimal, true));
+  row.whole = BytesOf(run(Strategy::kOptimal, false));
+  // The sub-axis optimum, independently of Synthesize's choice between refinements: the
+  // optimal search on the prime-factor refinement itself, whose axes are every sub-axis.
+  std::vector<std::string> refs = SubAxisRefs(c.mesh, c.from);
+  std::vector<std::string> to_refs = SubAxisRefs(c.mesh, c.to);
+  refs.insert(refs.end(), to_refs.begin(), to_refs.end());
+  absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(c.mesh, refs, true);
+  if (atoms.ok()) {
+    SynthesisOptions options;
+    options.strategy = Strategy::kOptimal;
+    options.objective = Objective::kBytes;
+    options.sub_axes = false;
+    options.cost_model = model;
+    row.atoms = BytesOf(Synthesize(atoms->refined(), atoms->Refine(c.from), atoms->Refine(c.to),
+                                   options));
+  } else {
+    row.atoms = atoms.status();
+  }
+  absl::StatusOr<std::vector<Step>> shardy =
+      internal::ShardySteps(c.mesh, c.from, c.to, &row.shardy_fell_back);
+  if (shardy.ok()) {
+    if (absl::Status s = CheckSteps(c.mesh, c.from, *shardy); !s.ok()) {
+      row.shardy = s;
+    } else {
+      row.shardy = ComputeMetrics(c.mesh, c.from, *shardy, model).bytes_received_total;
+    }
+  } else {
+    row.shardy = shardy.status();
+  }
+  row.lower_bound = LowerBoundBytesTotal(c.mesh, c.from, c.to);
+  return row;
+}
+
+std::string BytesCell(const absl::StatusOr<int64_t>& b) {
+  if (!b.ok()) return std::string(absl::StatusCodeToString(b.status().code()));
+  return Bytes(*b);
+}
+
+void PrintSubAxisSection(const std::vector<SubAxisRow>& rows) {
+  std::cout << "\n## Sub-axes (objective: bytes)\n\n"
+               "| # | case | normal | optimal | whole-axis optimal | sub-axis optimum | "
+               "shardy-style | lower bound | sub-axes save |\n"
+               "|---|---|---|---|---|---|---|---|---|\n";
+  int opt_equal = 0, opt_unknown = 0, saved = 0, normal_ok = 0, compared = 0, fell_back = 0;
+  std::vector<std::string> opt_differs, violations, fallbacks, saved_cases;
+  GeoMean normal_vs_optimal, whole_vs_optimal, shardy_vs_normal, normal_vs_optimal_saved;
+  for (const SubAxisRow& r : rows) {
+    std::string save = "-";
+    if (r.whole.ok() && r.optimal.ok()) {
+      save = *r.optimal < *r.whole ? absl::StrFormat("%.2fx", static_cast<double>(*r.whole) /
+                                                                   std::max<int64_t>(*r.optimal, 1))
+                                   : "no";
+    }
+    std::cout << "| " << r.index << " | `" << r.text << "` | " << BytesCell(r.normal) << " | "
+              << BytesCell(r.optimal) << " | " << BytesCell(r.whole) << " | "
+              << BytesCell(r.atoms) << " | " << BytesCell(r.shardy)
+              << (r.shardy_fell_back ? " (fallback)" : "") << " | " << Bytes(r.lower_bound)
+              << " | " << save << " |\n";
+    if (r.optimal.ok() && r.atoms.ok()) {
+      if (*r.optimal == *r.atoms) {
+        ++opt_equal;
+      } else {
+        opt_differs.push_back(absl::StrCat(r.index));
+      }
+    } else {
+      ++opt_unknown;
+    }
+    const bool saves = r.optimal.ok() && r.whole.ok() && *r.optimal < *r.whole;
+    if (saves) {
+      ++saved;
+      saved_cases.push_back(absl::StrCat(r.index));
+    }
+    if (r.optimal.ok() && r.whole.ok()) {
+      whole_vs_optimal.Add(static_cast<double>(*r.whole), static_cast<double>(*r.optimal));
+    }
+    if (r.normal.ok() && r.optimal.ok()) {
+      normal_vs_optimal.Add(static_cast<double>(*r.normal), static_cast<double>(*r.optimal));
+      if (saves) {
+        normal_vs_optimal_saved.Add(static_cast<double>(*r.normal),
+                                    static_cast<double>(*r.optimal));
+      }
+    }
+    if (r.normal.ok() && r.shardy.ok()) {
+      ++compared;
+      shardy_vs_normal.Add(static_cast<double>(*r.shardy), static_cast<double>(*r.normal));
+      if (*r.normal <= *r.shardy) {
+        ++normal_ok;
+      } else {
+        violations.push_back(absl::StrCat(r.index, " (", *r.normal, " B > ", *r.shardy, " B)"));
+      }
+    }
+    if (r.shardy_fell_back) {
+      ++fell_back;
+      fallbacks.push_back(absl::StrCat(r.index));
+    }
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    return v.empty() ? std::string("none") : absl::StrJoin(v, ", ");
+  };
+  const int n = static_cast<int>(rows.size());
+  std::cout << "\n| sub-axis summary (bytes) | value |\n|---|---|\n";
+  std::cout << absl::StrFormat(
+      "| optimal = sub-axis optimum (search on the prime-factor refinement) | %d of %d "
+      "(differs: %s; unknown: %d) |\n",
+      opt_equal, n, list(opt_differs), opt_unknown);
+  std::cout << absl::StrFormat(
+      "| sub-axes lower optimal's bytes | %d of %d cases (%s); geometric mean whole-axis / "
+      "optimal %.4fx over %d cases |\n",
+      saved, n, list(saved_cases), whole_vs_optimal.Value(), whole_vs_optimal.count);
+  std::cout << absl::StrFormat(
+      "| normal <= shardy-style | %d of %d (violations: %s); geometric mean shardy-style / "
+      "normal %.4fx |\n",
+      normal_ok, compared, list(violations), shardy_vs_normal.Value());
+  std::cout << absl::StrFormat(
+      "| geometric mean normal / optimal | %.4fx over %d cases (%d skipped); %.4fx over the %d "
+      "cases where sub-axes save |\n",
+      normal_vs_optimal.Value(), normal_vs_optimal.count, normal_vs_optimal.skipped,
+      normal_vs_optimal_saved.Value(), normal_vs_optimal_saved.count);
+  std::cout << absl::StrFormat("| shardy-style fell back to gather + slice | %d of %d (%s) |\n",
+                               fell_back, n, list(fallbacks));
+}
+
 int Main(int argc, char** argv) {
   std::string cases_path = "bench/cases.txt", svg_path, axis_cost;
   bool long_table = false;
@@ -229,8 +387,10 @@ int Main(int argc, char** argv) {
                  "|---|---|---|---|---|---|---|---|---|---|\n";
   }
   int index = 0;
+  std::vector<SubAxisRow> sub_axis_rows;
   for (const Case& c : *cases) {
     ++index;
+    sub_axis_rows.push_back(MeasureSubAxes(c, index, *model));
     const double bound =
         static_cast<double>(std::max(LocalBytes(c.mesh, c.from), LocalBytes(c.mesh, c.to)));
     std::map<Strategy, absl::StatusOr<Plan>> plans;
@@ -325,6 +485,7 @@ int Main(int argc, char** argv) {
       normal_vs_optimal_bytes.count, normal_vs_optimal_bytes.skipped);
   std::cout << "\nnormal reaches optimal's cost on " << normal_at_optimal << " of " << compared
             << " cases.\n";
+  PrintSubAxisSection(sub_axis_rows);
   if (!svg_path.empty()) {
     WriteSvg(svg_path, labels, series,
              {"normal over gspmd", "optimal over gspmd", "normal over greedy"});
