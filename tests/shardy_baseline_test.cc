@@ -137,7 +137,9 @@ TEST(ShardyBaselineTest, ValleyOrderOnPowerOfTwoMeshes) {
     bool gathered = false;
     for (const Step& step : plan.steps) {
       if (step.op.kind == CollectiveKind::kAllGather) gathered = true;
-      if (step.op.kind == CollectiveKind::kAllSlice) EXPECT_FALSE(gathered);
+      if (step.op.kind == CollectiveKind::kAllSlice) {
+        EXPECT_FALSE(gathered);
+      }
     }
   }
 }
