@@ -231,6 +231,60 @@ std::vector<LemmaSpec> Lemmas() {
          return std::pair{bs * L + l == bt * L + l,
                           std::vector<z3::expr>{bs == bt, L >= 1, InRange(l, L)}};
        }});
+
+  // --- Sub-axes (typesys/sub_axis.h): refining axis x of size n = a·b·c into the pieces
+  //     x:(1)a, x:(a)b, x:(ab)c keeps device numbering. A piece x:(m)k's coordinate is
+  //     (x div s) mod k with stride s = n/(m·k) (Mesh::Resolve). Let d1, d2, d3 be the digits
+  //     of x in radix (a, b, c): x = (d1·b + d2)·c + d3, 0 <= d2 < b, 0 <= d3 < c (they exist
+  //     by Euclidean division). Three obligations, glued on paper (docs/proofs.md §2):
+  //     sub_axis.digits puts d1 in range; with division_unique (and mixed_radix.range for
+  //     0 <= d2·c + d3 < b·c) the ring identities of sub_axis.refinement show Resolve's three
+  //     coordinates are d1, d2, d3 and that the mixed-radix index over the pieces is x's.
+  //     The single-query form (digits defined by six div/mod relations, claim "recombines to
+  //     x") was unknown at 10 s and at 30 s: nlsat does not find the uniqueness argument. ---
+  lemmas.push_back(
+      {"lemma.sub_axis.digits",
+       "a, b, c >= 1 ∧ 0 <= x < a·b·c ∧ x = (d1·b + d2)·c + d3 ∧ 0 <= d2 < b ∧ 0 <= d3 < c ⇒ "
+       "0 <= d1 < a (the top digit of a coordinate of x is a coordinate of x:(1)a)",
+       [](z3::context& ctx) {
+         z3::expr a = Int(ctx, "a"), b = Int(ctx, "b"), c = Int(ctx, "c"), x = Int(ctx, "x"),
+                  d1 = Int(ctx, "d1"), d2 = Int(ctx, "d2"), d3 = Int(ctx, "d3");
+         return std::pair{InRange(d1, a),
+                          std::vector<z3::expr>{a >= 1, b >= 1, c >= 1, InRange(x, a * b * c),
+                                                x == (d1 * b + d2) * c + d3, InRange(d2, b),
+                                                InRange(d3, c)}};
+       }});
+  lemmas.push_back(
+      {"lemma.sub_axis.division_unique",
+       "m >= 1 ∧ y = q·m + r ∧ 0 <= r < m ∧ y = q'·m + r' ∧ 0 <= r' < m ⇒ q = q' ∧ r = r' "
+       "(quotient and remainder are determined by their defining relation, so exhibiting one "
+       "pair computes y div m and y mod m)",
+       [](z3::context& ctx) {
+         z3::expr m = Int(ctx, "m"), y = Int(ctx, "y"), q = Int(ctx, "q"), r = Int(ctx, "r"),
+                  qp = Int(ctx, "qp"), rp = Int(ctx, "rp");
+         return std::pair{q == qp && r == rp,
+                          std::vector<z3::expr>{m >= 1, y == q * m + r, InRange(r, m),
+                                                y == qp * m + rp, InRange(rp, m)}};
+       }});
+  lemmas.push_back(
+      {"lemma.sub_axis.refinement",
+       "with x = (d1·b + d2)·c + d3 substituted: x = d1·(b·c) + (d2·c + d3) ∧ "
+       "(((u·a + d1)·b + d2)·c + d3)·s + v = (u·(a·b·c) + x)·s + v for all integers. With "
+       "sub_axis.digits, division_unique and mixed_radix.range: Resolve's coordinates of "
+       "x:(1)a, x:(a)b, x:(ab)c are (x div b·c) mod a = d1, (x div c) mod b = d2, x mod c = d3, "
+       "and IndexOver over [.., x, ..] equals IndexOver over [.., x:(1)a, x:(a)b, x:(ab)c, ..] "
+       "(u, v: the axes before and after x): a refinement numbers devices as the mesh does",
+       [](z3::context& ctx) {
+         z3::expr a = Int(ctx, "a"), b = Int(ctx, "b"), c = Int(ctx, "c"), u = Int(ctx, "u"),
+                  v = Int(ctx, "v"), s = Int(ctx, "s"), d1 = Int(ctx, "d1"), d2 = Int(ctx, "d2"),
+                  d3 = Int(ctx, "d3");
+         // Ring identities once x is substituted, stated without hypotheses (as
+         // all_gather.index): with the defining relation as a hypothesis nlsat timed out.
+         const z3::expr x = (d1 * b + d2) * c + d3;
+         z3::expr claim = x == d1 * (b * c) + (d2 * c + d3) &&
+                          (((u * a + d1) * b + d2) * c + d3) * s + v == (u * (a * b * c) + x) * s + v;
+         return std::pair{claim, std::vector<z3::expr>{}};
+       }});
   return lemmas;
 }
 

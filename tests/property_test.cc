@@ -30,6 +30,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard::testing {
 namespace {
@@ -440,11 +441,14 @@ RESHARD_PROP(TypingRules, AgreeWithInterpreter, kCases) {
 // (e) Printing and parsing round-trip.
 
 // Inserts random spaces/tabs between tokens (DESIGN: whitespace between tokens is ignored).
-rc::Gen<std::string> GenSpaced(const std::string& text) {
-  return rc::gen::exec([text] {
+// With `keep_refs`, ':', '(' and ')' count as word characters: a sub-axis reference `x:(2)2`
+// is one token (mesh.h: no spaces inside).
+rc::Gen<std::string> GenSpaced(const std::string& text, bool keep_refs = false) {
+  return rc::gen::exec([text, keep_refs] {
     std::string out;
-    auto is_word = [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    auto is_word = [keep_refs](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
+             (keep_refs && (ch == ':' || ch == '(' || ch == ')'));
     };
     for (size_t i = 0; i <= text.size(); ++i) {
       // Only at token boundaries: never split a name or a number.
@@ -740,6 +744,192 @@ RESHARD_PROP(PlanJson, MutatedJsonNeverCrashes, kCases) {
     RC_TAG("executed");
     AssertInterpreterAgrees(*parsed);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sub-axes (typesys/sub_axis.h) on meshes with composite axis sizes. Types come from
+// GenSubAxisType: pieces of one random divisor chain per axis, adjacent runs merged at random
+// (generators.h), so about half are not canonical.
+
+void TagSubAxes(const DistType& type) { RC_TAG(NamesSubAxes(type) ? "sub_axes" : "whole_axes"); }
+
+// Printing, parsing, validation and canonical form: ToString prints what it is given (the
+// independent DebugString), ParseType reads it back, ParseValidType and Canonicalize give the
+// canonical form computed from the chains, which is a fixed point and re-parses to itself; any
+// two spellings of one atom-level type have the same canonical form.
+RESHARD_PROP(SubAxes, PrintParseCanonicalRoundTrip, kCases) {
+  const SubAxisTypeCase c = *GenSubAxisType(/*spell_whole_axes=*/true);
+  const Mesh& mesh = c.axes.mesh;
+  TagSubAxes(c.type);
+  RC_ASSERT_OK(Validate(mesh, c.type));
+
+  const std::string text = ToString(c.type);
+  RC_ASSERT(text == DebugString(c.type));
+  absl::StatusOr<DistType> parsed = ParseType(text);
+  RC_ASSERT_OK(parsed.status());
+  RC_ASSERT(*parsed == c.type);
+  RC_ASSERT(ToString(*parsed) == text);
+  absl::StatusOr<DistType> spaced = ParseType(*GenSpaced(text, /*keep_refs=*/true));
+  RC_ASSERT_OK(spaced.status());
+  RC_ASSERT(*spaced == c.type);
+
+  const DistType canonical = Canonicalize(mesh, c.type);
+  const DistType expected = SubAxisCanonical(c.axes, c.type);
+  RC_LOG() << "canonical " << DebugString(canonical) << " expected " << DebugString(expected)
+           << "\n";
+  RC_TAG(canonical == c.type ? "given_canonical" : "given_not_canonical");
+  RC_ASSERT(canonical == expected);
+  RC_ASSERT(Canonicalize(mesh, canonical) == canonical);
+  RC_ASSERT_OK(Validate(mesh, canonical));
+  absl::StatusOr<DistType> reparsed = ParseType(ToString(canonical));
+  RC_ASSERT_OK(reparsed.status());
+  RC_ASSERT(*reparsed == canonical);
+  RC_ASSERT(ToString(*reparsed) == ToString(canonical));
+  absl::StatusOr<DistType> valid = ParseValidType(mesh, text);
+  RC_ASSERT_OK(valid.status());
+  RC_ASSERT(*valid == canonical);
+
+  // Another spelling of the same atoms, and the atoms themselves: same canonical form.
+  const DistType other = MergeRandomly(c.axes, c.atom_type);
+  RC_ASSERT(Canonicalize(mesh, other) == canonical);
+  RC_ASSERT(Canonicalize(mesh, c.atom_type) == canonical);
+  RC_ASSERT(HasSubAxes(mesh, canonical) == NamesSubAxes(canonical));
+}
+
+// A type and its refinement hold the same data on every device: equal local shapes, block
+// offsets and summand indices, device by device, on the user's mesh and on the refined mesh
+// (AxisRefinement::Refine), for the coarsest refinement the type needs, one refined further by
+// extra atoms of the chains, and the prime-factor refinement. The block offsets are also
+// checked against PieceDigit (row-major numbering and mesh.h's digit rule computed here).
+RESHARD_PROP(SubAxes, RefinementPreservesDeviceNumbering, kCases) {
+  const SubAxisTypeCase c = *GenSubAxisType();
+  const Mesh& mesh = c.axes.mesh;
+  TagSubAxes(c.type);
+  RC_ASSERT_OK(Validate(mesh, c.type));
+  std::vector<std::string> refs = SubAxisRefs(mesh, c.type);
+  const int kind = *InRange(0, 3);
+  if (kind == 1) {
+    for (const MeshAxis& atom : c.axes.atoms.axes()) {
+      if (IsSubAxisRef(atom.name) && *rc::gen::arbitrary<bool>()) refs.push_back(atom.name);
+    }
+  }
+  RC_TAG(kind == 0 ? "coarsest" : kind == 1 ? "extra_atoms" : "prime_factors");
+  absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs, kind == 2);
+  RC_ASSERT_OK(r.status());
+  const Mesh& refined = r->refined();
+  const DistType fine = r->Refine(c.type);
+  RC_LOG() << "refined mesh " << DebugString(refined) << " type " << DebugString(fine) << "\n";
+  RC_ASSERT(r->mesh() == mesh);
+  RC_ASSERT(refined.num_devices() == mesh.num_devices());
+  RC_ASSERT_OK(Validate(refined, fine));
+  RC_ASSERT(!HasSubAxes(refined, fine));
+  RC_ASSERT(Canonicalize(mesh, fine) == Canonicalize(mesh, c.type));
+  RC_ASSERT(LocalShape(refined, fine) == LocalShape(mesh, c.type));
+  RC_ASSERT(NumSummands(refined, fine) == NumSummands(mesh, c.type));
+  const std::vector<int64_t> local = LocalShape(mesh, c.type);
+  for (int64_t d = 0; d < mesh.num_devices(); ++d) {
+    const std::vector<int64_t> offset = BlockOffset(mesh, c.type, d);
+    RC_ASSERT(BlockOffset(refined, fine, d) == offset);
+    RC_ASSERT(BlockIndex(refined, fine, d) == BlockIndex(mesh, c.type, d));
+    RC_ASSERT(SummandIndex(refined, fine, d) == SummandIndex(mesh, c.type, d));
+    for (int i = 0; i < c.type.rank(); ++i) {
+      int64_t block = 0;
+      for (const std::string& ref : c.type.dims[i].axes) {
+        const Piece p = PieceOf(c.axes, ref);
+        block = block * (p.end / p.begin) + PieceDigit(mesh, p, d);
+      }
+      RC_ASSERT(offset[i] == block * local[i]);
+    }
+    // Every reference's coordinate is the mixed radix of its atoms' coordinates.
+    for (const std::string& ref : refs) {
+      RC_ASSERT(refined.IndexOver(d, r->Atoms(ref)) == mesh.IndexOver(d, {ref}));
+      RC_ASSERT(mesh.IndexOver(d, {ref}) == PieceDigit(mesh, PieceOf(c.axes, ref), d));
+    }
+  }
+}
+
+// The normal plan between sub-axis types: type-checks, ends at `to`, is correct on the
+// interpreter, stays within the memory bound and receives at least the lower bound.
+RESHARD_PROP(SubAxes, NormalPlanCorrectAndBounded, kCases) {
+  const SubAxisReshardCase s = *GenSubAxisReshardCase();
+  const ReshardCase& c = s.c;
+  AssertValidCase(c);
+  TagSubAxes(c.from);
+  absl::StatusOr<Plan> plan = Synthesize(c.mesh, c.from, c.to, {Strategy::kNormal});
+  if (!plan.ok()) {
+    RC_ASSERT(plan.status().code() == absl::StatusCode::kNotFound);
+    RC_TAG(kNotFoundTag);
+    return;
+  }
+  RC_LOG() << PlanDebugString(*plan) << "\n";
+  TagPlanShape(*plan);
+  RC_ASSERT_OK(CheckPlan(*plan));
+  RC_ASSERT(plan->source == c.from);
+  RC_ASSERT(plan->target == c.to);
+  RC_ASSERT(plan->metrics.peak_local_bytes <= MemoryBound(c));
+  RC_ASSERT(plan->metrics.lower_bound_bytes_total == LowerBoundBytesTotal(c.mesh, c.from, c.to));
+  RC_ASSERT(plan->metrics.bytes_received_total >= plan->metrics.lower_bound_bytes_total);
+  AssertInterpreterAgrees(*plan);
+  // JSON round trip only for canonical endpoints: PlanFromJson rejects plans whose last step
+  // spells `to` non-canonically (SubAxes.DISABLED_PlanJsonNonCanonicalTarget).
+  if (Canonicalize(c.mesh, c.from) == c.from && Canonicalize(c.mesh, c.to) == c.to) {
+    RC_TAG("json_round_trip");
+    absl::StatusOr<Plan> parsed = PlanFromJson(PlanToJson(*plan));
+    RC_ASSERT_OK(parsed.status());
+    RC_ASSERT(parsed->steps == plan->steps);
+    RC_ASSERT(parsed->metrics == plan->metrics);
+  }
+}
+
+// Known bug in typesys (plan.cc, not owned by this test): LowerBoundBytesTotal compares the
+// partial references of source and target by name, so two spellings of one partial set
+// (`partial{x:(1)4,x:(4)2}` and `partial{x}`) count as a pending reduction: 128 B instead of
+// 0 on x=8. Synthesize then aborts (RESHARD_CHECK in SynthesizeRefined: "coarsened an
+// ill-typed plan: plan metrics differ from the metrics of its steps") for
+//   --mesh x=8,z=1 --from 'bf16[] partial{z,x:(1)4,x:(4)2}' --to 'bf16[] partial{x}'
+// (normal and naive; the metrics come from the refined mesh, CheckPlan recomputes them on the
+// user's spelling). The CLI canonicalizes its input and is not affected. Found by
+// SubAxes.NormalPlanCorrectAndBounded; GenSubAxisReshardCase canonicalizes partial clauses
+// until this is fixed. Enable when fixed.
+// Known bug in typesys (sub_axis.cc): a whole axis spelled as a sub-axis (`y:(1)4` on y = 4,
+// valid, canonical form `y`) needs no split, so the refinement is trivial, and Refine keeps
+// the reference `y:(1)4`, which is no axis of the refined mesh (sub_axis.h promises every
+// reference becomes a list of atoms; code for whole axes then misses it). Found by
+// SubAxes.RefinementPreservesDeviceNumbering (mesh x=3,y=4,z=3, type f32[4{y:(1)4}]); the
+// generators spell whole axes `x:(1)n` only in PrintParseCanonicalRoundTrip until it is
+// fixed. Enable when fixed.
+TEST(SubAxes, DISABLED_RefineSpelledWholeAxis) {
+  const Mesh mesh = *ParseMesh("x=3,y=4");
+  const DistType type = *ParseType("f32[4{y:(1)4}]");
+  ASSERT_TRUE(Validate(mesh, type).ok());
+  absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, SubAxisRefs(mesh, type));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(HasSubAxes(r->refined(), r->Refine(type))) << ToString(r->Refine(type));
+}
+
+// Known bug in typesys (plan JSON): Synthesize keeps the caller's spelling of `to` in the
+// last step, PlanToJson writes it, and PlanFromJson rejects its own output: "plan ends at
+// f16[6{x:(1)2,x:(2)3}], not at its 'to' type f16[6{x}]" (the 'to' field is canonicalized
+// when read, the last step's type is not, and they are compared as written). Found by
+// SubAxes.NormalPlanCorrectAndBounded; that property round-trips only canonical endpoints
+// until it is fixed. Enable when fixed.
+TEST(SubAxes, DISABLED_PlanJsonNonCanonicalTarget) {
+  const Mesh mesh = *ParseMesh("x=6");
+  const DistType from = *ParseType("f16[6]");
+  const DistType to = *ParseType("f16[6{x:(1)2,x:(2)3}]");
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<Plan> parsed = PlanFromJson(PlanToJson(*plan));
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+}
+
+TEST(SubAxes, DISABLED_LowerBoundIgnoresPartialSpelling) {
+  const Mesh mesh = *ParseMesh("x=8,z=1");
+  const DistType from = *ParseType("bf16[8] partial{z,x:(1)4,x:(4)2}");
+  const DistType to = *ParseType("bf16[8] partial{x}");
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, from, to),
+            LowerBoundBytesTotal(mesh, Canonicalize(mesh, from), Canonicalize(mesh, to)));
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, Canonicalize(mesh, from), Canonicalize(mesh, to)), 0);
 }
 
 }  // namespace
