@@ -122,6 +122,14 @@ TEST(RefinementTest, SplitsAtBreakpointsAndKeepsNumbering) {
   }
 }
 
+TEST(SubAxisPlanTest, LowerBoundIgnoresSpelling) {
+  Mesh mesh = M("z=8");
+  DistType source = *ParseType("f32[16] partial{z:(2)4}");
+  DistType target = *ParseType("f32[16] partial{z:(2)2,z:(4)2}");
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, source, target), 0);
+  EXPECT_GT(LowerBoundBytesTotal(mesh, source, *ParseType("f32[16] partial{z:(2)2}")), 0);
+}
+
 TEST(SubAxisRuleTest, RulesApplyThroughTheRefinement) {
   Mesh mesh = M("x=4,y=2");
   const DistType half = T(mesh, "f32[8{x:(1)2},4]");

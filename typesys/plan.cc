@@ -102,6 +102,11 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
 
 int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const DistType& target) {
   RESHARD_CHECK(source.rank() == target.rank()) << "types of different rank";
+  if (HasSubAxes(mesh, source) || HasSubAxes(mesh, target)) {
+    // Partial pieces are compared by name below: compare canonical spellings.
+    const DistType s = Canonicalize(mesh, source), t = Canonicalize(mesh, target);
+    if (!(s == source && t == target)) return LowerBoundBytesTotal(mesh, s, t);
+  }
   const int64_t n = mesh.num_devices();
   const int64_t element_bytes = ElementBytes(target.element_type);
   const int64_t target_elements = LocalElements(mesh, target);
