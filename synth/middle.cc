@@ -8,6 +8,7 @@
 #include "synth/middle.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -72,11 +73,15 @@ struct Op {
 struct MiddleCache::Impl {
   struct Class {
     std::vector<CType> members;
+    std::vector<uint64_t> keys;                                 // members[m].Key()
+    std::vector<std::array<int64_t, kMaxAxes>> weights;         // Placement-key weights.
     // Per source state key: MovedDevices to each member and its work (-1: not computed).
     absl::flat_hash_map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> moved;
   };
   // Keyed by (relevant-axes mask, partial mask, local shape...).
-  absl::flat_hash_map<std::vector<int64_t>, std::unique_ptr<Class>> classes;
+  absl::flat_hash_map<std::array<int64_t, kMaxRank + 2>, std::unique_ptr<Class>> classes;
+  // The heuristic's per-device maximum of lacking elements, by (target key, state key).
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, int64_t> lacking;
   PermuteClassCache fallback;  // For middles handed to SearchPlan.
 };
 
@@ -100,6 +105,7 @@ class Middle {
     for (const std::string& axis : from.partial) partial_mask_ |= 1u << mesh.AxisIndex(axis);
     from_ = Encode(from);
     to_ = Encode(to);
+    to_key_ = to_.Key();
     bytes_ = LocalBytes(mesh, from);
     element_bytes_ = ElementBytes(from.element_type);
     for (int a = 0; a < num_axes_; ++a) {
@@ -113,9 +119,6 @@ class Middle {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
       for (int a = 0; a < num_axes_; ++a) axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
-      // The heuristic's target side (ComputeLowerBounds' walk with `to` fixed).
-      to_local_ = LocalShape(mesh, to);
-      to_block_ = BlockRoles(to_);
       target_elements_ = LocalElements(mesh, to);
     }
   }
@@ -198,18 +201,6 @@ class Middle {
   }
   bool OverBudget() const { return work_ > options_.max_work; }
 
-  // placement.cc's BlockRoles without the summand slot (the lower-bound walk never reads it).
-  std::vector<AxisRole> BlockRoles(const CType& c) const {
-    std::vector<AxisRole> roles(num_axes_);
-    for (int i = 0; i < c.rank; ++i) {
-      int64_t stride = 1;
-      for (int s = c.end[i] - 1; s >= c.begin(i); --s) {
-        roles[c.ax[s]] = AxisRole{i, stride};
-        stride *= size_[c.ax[s]];
-      }
-    }
-    return roles;
-  }
   // placement.cc's KeyRoles weights (every axis in slot 0 of the key; 0 = not in the key).
   void KeyWeights(const CType& c, int64_t* weight) const {
     int64_t scale[kMaxRank + 1];
@@ -303,15 +294,65 @@ class Middle {
   double Heuristic(const CType& type) {
     if (!timed() || !options_.use_heuristic) return 0.0;
     Charge(n_);
-    // TimeLowerBoundUs(mesh, model, type, to): same partial axes, so the walk decides.
-    std::vector<int64_t> local(rank_);
-    for (int i = 0; i < rank_; ++i) local[i] = LocalDim(type, i);
-    const int64_t worst = ComputeLowerBoundsFromRoles(mesh_, BlockRoles(type), local, to_block_,
-                                                      to_local_, target_elements_, element_bytes_)
-                              .max_lacking_elements;
+    // TimeLowerBoundUs(mesh, model, type, to): same partial axes, so ComputeLowerBounds' walk
+    // decides. Remembered per call (the work above is charged either way).
+    auto [it, inserted] = cache_.lacking.try_emplace({to_key_, type.Key()}, 0);
+    if (inserted) it->second = MaxLacking(type);
+    const int64_t worst = it->second;
     if (worst == 0) return 0;
     return fastest_.alpha_us +
            fastest_.TransferUs(static_cast<double>(worst * element_bytes_));
+  }
+
+  // ComputeLowerBounds(type, to).max_lacking_elements for a non-partial pair: the walk over
+  // the devices of placement.cc, on fixed arrays.
+  int64_t MaxLacking(const CType& type) const {
+    int64_t from_local[kMaxRank], to_local[kMaxRank];
+    int slot_from[kMaxAxes], slot_to[kMaxAxes];
+    int64_t w_from[kMaxAxes], w_to[kMaxAxes];
+    for (int a = 0; a < num_axes_; ++a) {
+      slot_from[a] = slot_to[a] = -1;
+      w_from[a] = w_to[a] = 0;
+    }
+    for (int i = 0; i < rank_; ++i) {
+      from_local[i] = LocalDim(type, i);
+      to_local[i] = LocalDim(to_, i);
+      // Offsets (block * local size) grow by stride * local per unit of the coordinate.
+      int64_t stride = from_local[i];
+      for (int s = type.end[i] - 1; s >= type.begin(i); --s) {
+        slot_from[type.ax[s]] = i;
+        w_from[type.ax[s]] = stride;
+        stride *= size_[type.ax[s]];
+      }
+      stride = to_local[i];
+      for (int s = to_.end[i] - 1; s >= to_.begin(i); --s) {
+        slot_to[to_.ax[s]] = i;
+        w_to[to_.ax[s]] = stride;
+        stride *= size_[to_.ax[s]];
+      }
+    }
+    int64_t f[kMaxRank] = {}, t[kMaxRank] = {}, coord[kMaxAxes] = {};
+    int64_t worst = 0;
+    for (int64_t d = 0; d < n_; ++d) {
+      int64_t held = 1;
+      for (int i = 0; i < rank_ && held > 0; ++i) {
+        const int64_t lo = std::max(f[i], t[i]);
+        const int64_t hi = std::min(f[i] + from_local[i], t[i] + to_local[i]);
+        held *= std::max<int64_t>(0, hi - lo);
+      }
+      worst = std::max(worst, target_elements_ - held);
+      for (int a = num_axes_ - 1; a >= 0; --a) {
+        if (++coord[a] < size_[a]) {
+          if (slot_from[a] >= 0) f[slot_from[a]] += w_from[a];
+          if (slot_to[a] >= 0) t[slot_to[a]] += w_to[a];
+          break;
+        }
+        coord[a] = 0;
+        if (slot_from[a] >= 0) f[slot_from[a]] -= w_from[a] * (size_[a] - 1);
+        if (slot_to[a] >= 0) t[slot_to[a]] -= w_to[a] * (size_[a] - 1);
+      }
+    }
+    return worst;
   }
 
   MiddleCache::Impl::Class* PermuteClass(const CType& s, bool* complete);
@@ -337,16 +378,15 @@ class Middle {
   uint32_t relevant_mask_ = 0;
   std::vector<int> relevant_;
   CType from_, to_;
+  uint64_t to_key_ = 0;
   int64_t bytes_ = 0;
   int64_t element_bytes_ = 0;
   AxisCost fastest_;
   bool uniform_ = true;
   AxisCost axis_cost_[kMaxAxes];
-  std::vector<int64_t> to_local_;
-  std::vector<AxisRole> to_block_;
   int64_t target_elements_ = 0;
   // Searcher::classes_: this search's classes by local shape (partial axes are fixed).
-  absl::flat_hash_map<std::vector<int64_t>, MiddleCache::Impl::Class*> classes_;
+  absl::flat_hash_map<std::array<int64_t, kMaxRank>, MiddleCache::Impl::Class*> classes_;
   MiddleCache::Impl::Class partial_class_;
   int64_t settled_ = 0;
   int64_t generated_ = 0;
@@ -356,13 +396,15 @@ class Middle {
 // Searcher::PermuteClass. `complete` is false for a class cut short by the budget (not
 // cached, no memo of counts).
 MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
-  std::vector<int64_t> local(rank_);
+  std::array<int64_t, kMaxRank> local = {};
   for (int i = 0; i < rank_; ++i) local[i] = LocalDim(s, i);
   *complete = true;
   auto it = classes_.find(local);
   if (it != classes_.end()) return it->second;
-  std::vector<int64_t> shared_key = {relevant_mask_, partial_mask_};
-  shared_key.insert(shared_key.end(), local.begin(), local.end());
+  std::array<int64_t, kMaxRank + 2> shared_key = {};
+  shared_key[0] = relevant_mask_;
+  shared_key[1] = partial_mask_;
+  std::copy(local.begin(), local.end(), shared_key.begin() + 2);
   auto shared = cache_.classes.find(shared_key);
   if (shared != cache_.classes.end() &&
       work_ + static_cast<int64_t>(shared->second->members.size()) * kTypeWork <=
@@ -404,15 +446,24 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
     }
   };
   rec(0, dim_size_[0] / local[0]);
+  auto fill = [&](MiddleCache::Impl::Class& c) {
+    c.members = std::move(members);
+    c.keys.resize(c.members.size());
+    c.weights.resize(c.members.size());
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      c.keys[m] = c.members[m].Key();
+      KeyWeights(c.members[m], c.weights[m].data());
+    }
+  };
   if (OverBudget()) {
-    partial_class_.members = std::move(members);
+    fill(partial_class_);
     partial_class_.moved.clear();
     *complete = false;
     return &partial_class_;
   }
   auto& slot = cache_.classes[shared_key];
   slot = std::make_unique<MiddleCache::Impl::Class>();
-  slot->members = std::move(members);
+  fill(*slot);
   return classes_.emplace(local, slot.get()).first->second;
 }
 
@@ -425,13 +476,15 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
     if (timed()) us = op.permute ? -1 : StepUs(s, next, op);
     edges.push_back(Edge{op, next, cost, us});
   };
+  int64_t local[kMaxRank];
+  for (int j = 0; j < rank_; ++j) local[j] = LocalDim(s, j);
   for (int i = 0; i < rank_; ++i) {
     const int b = s.begin(i), e = s.end[i];
+    int64_t k = 1;
     for (int len = 1; len <= e - b; ++len) {
-      int64_t k = 1;
-      for (int t = e - len; t < e; ++t) k *= size_[s.ax[t]];
+      k *= size_[s.ax[e - len]];
       for (int j = 0; j < rank_; ++j) {
-        if (j == i || LocalDim(s, j) % k != 0) continue;
+        if (j == i || local[j] % k != 0) continue;
         // Move ax[e-len, e) to the end of dimension j.
         CType next;
         next.rank = s.rank;
@@ -462,10 +515,9 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
       if (memo->empty()) memo->assign(info->members.size(), {-1, 0});
     }
     bool have_in = false;
-    int64_t w_in[kMaxAxes], w_out[kMaxAxes];
+    int64_t w_in[kMaxAxes];
     for (size_t m = 0; m < info->members.size(); ++m) {
-      const CType& member = info->members[m];
-      if (member.Key() == key || OverBudget()) continue;
+      if (info->keys[m] == key || OverBudget()) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {
@@ -475,12 +527,11 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
           KeyWeights(s, w_in);
           have_in = true;
         }
-        KeyWeights(member, w_out);
-        moved = Moved(w_in, w_out, &steps);
+        moved = Moved(w_in, info->weights[m].data(), &steps);
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);
-      add(Op{true}, member, moved * bytes_);
+      add(Op{true}, info->members[m], moved * bytes_);
     }
   }
 }
