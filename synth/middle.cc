@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -137,7 +136,7 @@ class Middle {
     return true;
   }
 
-  absl::StatusOr<std::vector<Step>> Run();
+  absl::StatusOr<std::vector<Step>> Run(MiddlePath* path);
   int64_t settled() const { return settled_; }
   int64_t generated() const { return generated_; }
   int64_t work() const { return work_; }
@@ -158,6 +157,7 @@ class Middle {
     bool settled = false;
     double us = 0;
     double h = 0;
+    double edge_us = 0;  // The us of the edge from `parent` (time mode).
   };
 
   CType Encode(const DistType& type) const {
@@ -251,12 +251,24 @@ class Middle {
       }
     }
     if (terms == 0) return 0;
-    // Count coordinate tuples of the differing axes with sum coord * diff == 0.
+    // Count coordinate tuples of the differing axes with sum coord * diff == 0: enumerate all
+    // but the largest axis, and solve for that one's coordinate.
+    int last = 0;
+    for (int t = 1; t < terms; ++t) {
+      if (size[t] > size[last]) last = t;
+    }
+    std::swap(diff[last], diff[terms - 1]);
+    std::swap(size[last], size[terms - 1]);
+    const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
     int64_t coord[kMaxAxes] = {};
     int64_t sum = 0, kept = 0;
     for (;;) {
-      kept += sum == 0;
-      int t = terms - 1;
+      // c * d_last == -sum for some 0 <= c < s_last.
+      if (sum % d_last == 0) {
+        const int64_t c = -sum / d_last;
+        kept += c >= 0 && c < s_last;
+      }
+      int t = terms - 2;
       for (; t >= 0; --t) {
         if (++coord[t] < size[t]) {
           sum += diff[t];
@@ -418,11 +430,13 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
   for (int a : relevant_) {
     if (!(partial_mask_ & (1u << a))) pool.push_back(a);
   }
-  std::vector<bool> used(pool.size(), false);
+  uint32_t used = 0;  // Bit i: pool[i] is placed.
   CType t;
   t.rank = static_cast<uint8_t>(rank_);
   int count = 0;
-  std::function<void(int, int64_t)> rec = [&](int dim, int64_t remaining) {
+  // Fill dimension `dim` until its axes' product is exactly its size / local size (the
+  // enumeration of Searcher::PermuteClass, in the same order).
+  auto rec = [&](auto& self, int dim, int64_t remaining) -> void {
     if (OverBudget()) return;
     if (dim == rank_) {
       Charge(kTypeWork);
@@ -433,19 +447,19 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
     if (remaining == 1) {
       t.end[dim] = static_cast<uint8_t>(count);
       int next = dim + 1;
-      rec(next, next < rank_ ? dim_size_[next] / local[next] : 1);
+      self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1);
     }
     for (size_t i = 0; i < pool.size(); ++i) {
-      int64_t size = size_[pool[i]];
-      if (used[i] || remaining % size != 0) continue;
-      used[i] = true;
+      const int64_t size = size_[pool[i]];
+      if ((used & (1u << i)) || remaining % size != 0) continue;
+      used |= 1u << i;
       t.ax[count++] = static_cast<uint8_t>(pool[i]);
-      rec(dim, remaining / size);
+      self(self, dim, remaining / size);
       --count;
-      used[i] = false;
+      used &= ~(1u << i);
     }
   };
-  rec(0, dim_size_[0] / local[0]);
+  rec(rec, 0, dim_size_[0] / local[0]);
   auto fill = [&](MiddleCache::Impl::Class& c) {
     c.members = std::move(members);
     c.keys.resize(c.members.size());
@@ -536,7 +550,7 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
   }
 }
 
-absl::StatusOr<std::vector<Step>> Middle::Run() {
+absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
   if (bytes_ > options_.max_local_bytes) {
     return absl::NotFoundError(absl::StrCat("the source ", ToString(template_), " has ", bytes_,
                                             " local bytes, above the bound of ",
@@ -547,7 +561,7 @@ absl::StatusOr<std::vector<Step>> Middle::Run() {
   absl::flat_hash_map<uint64_t, int> index;
   using Entry = std::tuple<double, int64_t, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  nodes.push_back(Node{from_, 0, 0, -1, Op{}, false, 0, Heuristic(from_)});
+  nodes.push_back(Node{from_, 0, 0, -1, Op{}, false, 0, Heuristic(from_), 0});
   index.emplace(from_.Key(), 0);
   queue.emplace(nodes[0].h, 0, 0, 0);
   generated_ = 1;
@@ -565,6 +579,12 @@ absl::StatusOr<std::vector<Step>> Middle::Run() {
       for (int n = id; n > 0; n = nodes[n].parent) path.push_back(n);
       std::reverse(path.begin(), path.end());
       std::vector<Step> result;
+      if (out != nullptr) {
+        out->known = true;
+        out->bytes = nodes[id].cost;
+        out->step_us.clear();
+        for (int n : path) out->step_us.push_back(nodes[n].edge_us);
+      }
       for (int n : path) {
         const Node& node = nodes[n];
         Collective op;
@@ -617,7 +637,8 @@ absl::StatusOr<std::vector<Step>> Middle::Run() {
         index.emplace(key, node_id);
         const double h = Heuristic(edge.type);
         if (OverBudget()) return WorkExhausted();
-        nodes.push_back(Node{edge.type, new_cost, new_steps, id, edge.op, false, new_us, h});
+        nodes.push_back(
+            Node{edge.type, new_cost, new_steps, id, edge.op, false, new_us, h, edge.us});
         ++generated_;
         queue.emplace(new_us + h, new_cost, new_steps, node_id);
       } else {
@@ -631,6 +652,7 @@ absl::StatusOr<std::vector<Step>> Middle::Run() {
         node.us = new_us;
         node.parent = id;
         node.op = edge.op;
+        node.edge_us = edge.us;
         queue.emplace(new_us + node.h, new_cost, new_steps, existing);
       }
     }
@@ -646,18 +668,20 @@ absl::StatusOr<std::vector<Step>> Middle::Run() {
 
 absl::StatusOr<std::vector<Step>> MiddleSearch(const Mesh& mesh, const DistType& from,
                                                const DistType& to, const SearchOptions& options,
-                                               MiddleCache& cache, SearchStats* stats) {
+                                               MiddleCache& cache, SearchStats* stats,
+                                               MiddlePath* path) {
   RESHARD_CHECK(!options.allow_all_slice && !options.allow_all_gather &&
                 !options.allow_all_reduce && !options.allow_reduce_scatter &&
                 options.allow_all_to_all && !options.fill_permute_pairs)
       << "MiddleSearch is the all_to_all/permute search";
+  if (path != nullptr) *path = MiddlePath{};
   if (!Middle::Encodable(mesh, from, to)) {
     SearchOptions fallback = options;
     fallback.class_cache = &cache.impl().fallback;
     return SearchPlan(mesh, from, to, fallback, stats);
   }
   Middle middle(mesh, from, to, options, cache.impl());
-  absl::StatusOr<std::vector<Step>> steps = middle.Run();
+  absl::StatusOr<std::vector<Step>> steps = middle.Run(path);
   if (stats != nullptr) {
     stats->states_settled = middle.settled();
     stats->states_generated = middle.generated();

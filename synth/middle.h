@@ -49,6 +49,16 @@ class MiddleCache {
   std::unique_ptr<Impl> impl_;
 };
 
+// What MiddleSearch knows of the path it returns: its total bytes received (the cost the
+// search minimised, equal to TotalBytes of the steps) and, in time mode, each step's modeled
+// µs as the search priced it (equal to the strategies' StepUs). `known` is false when the
+// middle was handed to SearchPlan (then the caller prices the steps).
+struct MiddlePath {
+  bool known = false;
+  int64_t bytes = 0;
+  std::vector<double> step_us;
+};
+
 // SearchPlan(mesh, from, to, options, stats) for options that allow only all_to_all and
 // collective_permute, with options.fill_permute_pairs false and options.class_cache unused
 // (`cache` plays its role). `from` and `to` are valid on `mesh` with the same element type,
@@ -56,7 +66,8 @@ class MiddleCache {
 // statuses and statistics as SearchPlan.
 absl::StatusOr<std::vector<Step>> MiddleSearch(const Mesh& mesh, const DistType& from,
                                                const DistType& to, const SearchOptions& options,
-                                               MiddleCache& cache, SearchStats* stats = nullptr);
+                                               MiddleCache& cache, SearchStats* stats = nullptr,
+                                               MiddlePath* path = nullptr);
 
 }  // namespace reshard::internal
 

@@ -309,12 +309,6 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
   return model.StepCostUs(mesh, in, MinimalPermute(mesh, in, out, &model));
 }
 
-int64_t AscentBytes(const Mesh& mesh, const DistType& to, const DistType& y) {
-  StepBuilder builder(mesh, y);
-  EmitAscent(to, y, builder);
-  return TotalBytes(mesh, y, builder.steps());
-}
-
 double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
               const CostModel& model) {
   double us = 0;
@@ -342,29 +336,84 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
              static_cast<double>(bounds.max_lacking_elements * ElementBytes(to.element_type)));
 }
 
-// One valley through the given descent and pre-gather type, or the status of its middle.
+// One candidate valley: the descent's appends and the pre-gather type y, and what both passes
+// of NormalSteps need of it, built once by Prepare: the descent's steps (with the all_reduce)
+// ending at x, the ascent's steps, their total bytes and (time mode) each step's modeled µs.
+struct Candidate {
+  std::vector<Append> descent;
+  DistType y;
+  bool prepared = false;
+  std::vector<Step> down;
+  DistType x;
+  int64_t down_bytes = 0;
+  // The gathers to `to`: from y, or from x when x == y (then no middle runs and the gathers
+  // apply to x, whose partial axes may be listed in another order).
+  std::vector<Step> up;
+  int64_t up_bytes = 0;
+  bool priced = false;
+  std::vector<double> down_us, up_us;  // StepUs per step; filled in the time pass.
+};
+
+void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
+             Candidate& c) {
+  if (!c.prepared) {
+    StepBuilder builder(mesh, from);
+    EmitDescent(c.descent, builder);
+    std::vector<std::string> reduce;
+    for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
+      if (!Contains(to.partial, axis)) reduce.push_back(axis);
+    }
+    if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+    c.x = builder.current();
+    c.down = std::move(builder.steps());
+    RESHARD_CHECK(LocalBytes(mesh, c.x) == LocalBytes(mesh, c.y))
+        << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
+    c.down_bytes = TotalBytes(mesh, from, c.down);
+    StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
+    EmitAscent(to, c.y, ascent);
+    c.up = std::move(ascent.steps());
+    c.up_bytes = TotalBytes(mesh, c.y, c.up);
+    c.prepared = true;
+  }
+  if (model != nullptr && !c.priced) {
+    auto per_step = [&](const DistType& start, const std::vector<Step>& steps) {
+      std::vector<double> us;
+      const DistType* current = &start;
+      for (const Step& step : steps) {
+        us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
+        current = &step.type;
+      }
+      return us;
+    };
+    c.down_us = per_step(from, c.down);
+    c.up_us = per_step(c.x == c.y ? c.x : c.y, c.up);
+    c.priced = true;  // NormalSteps' time pass uses one model.
+  }
+}
+
+// CostUs's sum, from per-step values in plan order (the same additions in the same order).
+void AddUs(double& us, const std::vector<double>& steps) {
+  for (double v : steps) us += v;
+}
+
+// One valley through a candidate, or the status of its middle, with its total bytes and (with
+// `model`) its modeled µs before rounding, equal to TotalBytes and CostUs of the steps.
 // `budget` is the total bytes of the best plan so far (bytes mode) or its modeled time
 // `budget_us` (with `model`): the middle search is pruned at what remains of it, so a valley
 // that cannot match the best fails early. With `model` the middle minimises modeled time.
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
-                                         const std::vector<Append>& appends, const DistType& y,
-                                         int64_t budget, MiddleBudget& left,
+                                         Candidate& c, int64_t budget, MiddleBudget& left,
                                          internal::MiddleCache& classes,
-                                         const CostModel* model, double budget_us) {
-  StepBuilder builder(mesh, from);
-  EmitDescent(appends, builder);
-  std::vector<std::string> reduce;
-  for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
-    if (!Contains(to.partial, axis)) reduce.push_back(axis);
-  }
-  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
-
-  const DistType x = builder.current();
-  RESHARD_CHECK(LocalBytes(mesh, x) == LocalBytes(mesh, y))
-      << "valley ends differ in size: " << ToString(x) << " vs " << ToString(y);
-  if (!(x == y)) {
+                                         const CostModel* model, double budget_us,
+                                         int64_t& bytes, double& us) {
+  Prepare(mesh, from, to, model, c);
+  std::vector<Step> steps = c.down;
+  bytes = c.down_bytes;
+  us = 0;
+  if (model != nullptr) AddUs(us, c.down_us);
+  if (!(c.x == c.y)) {
     SearchOptions options;
-    options.max_local_bytes = LocalBytes(mesh, x);
+    options.max_local_bytes = LocalBytes(mesh, c.x);
     // Without any plan yet a candidate may exceed the shared budget.
     options.max_states = left.states > 0 ? std::min(kMiddleStates, left.states) : kMiddleStates;
     // The work budget is never exceeded, plan or not: it is what bounds a call's time on
@@ -374,42 +423,48 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
-      options.max_cost =
-          budget - TotalBytes(mesh, from, builder.steps()) - AscentBytes(mesh, to, y);
+      options.max_cost = budget - c.down_bytes - c.up_bytes;
       if (options.max_cost < 0) return absl::NotFoundError("over budget");
     } else {
-      StepBuilder ascent(mesh, y);
-      EmitAscent(to, y, ascent);
       options.cost_model = model;
-      options.max_cost_us = budget_us - CostUs(mesh, from, builder.steps(), *model) -
-                            CostUs(mesh, y, ascent.steps(), *model) + 1e-9;
+      double down_us = 0, up_us = 0;
+      AddUs(down_us, c.down_us);
+      AddUs(up_us, c.up_us);
+      options.max_cost_us = budget_us - down_us - up_us + 1e-9;
       if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
     }
     SearchStats stats;
+    internal::MiddlePath path;
     // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
     absl::StatusOr<std::vector<Step>> middle =
-        internal::MiddleSearch(mesh, x, y, options, classes, &stats);
+        internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
     left.states -= stats.states_settled;
     left.work -= stats.work;
     if (!middle.ok()) return middle.status();
-    builder.Append(*middle);
+    if (!path.known) {  // SearchPlan ran: price its steps here.
+      path.bytes = TotalBytes(mesh, c.x, *middle);
+      path.step_us.clear();
+      const DistType* current = &c.x;
+      for (const Step& step : *middle) {
+        if (model != nullptr) path.step_us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
+        current = &step.type;
+      }
+    }
+    bytes += path.bytes;
+    if (model != nullptr) AddUs(us, path.step_us);
+    steps.insert(steps.end(), std::make_move_iterator(middle->begin()),
+                 std::make_move_iterator(middle->end()));
   }
-  EmitAscent(to, y, builder);
-  return std::move(builder.steps());
+  bytes += c.up_bytes;
+  if (model != nullptr) AddUs(us, c.up_us);
+  steps.insert(steps.end(), c.up.begin(), c.up.end());
+  return steps;
 }
 
-// `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
-// mode; nullptr ranks by total bytes (the paper's objective).
-// `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
-// devices).
-absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
-                                                const DistType& to, const CostModel* model,
-                                                const internal::LowerBounds& bounds,
-                                                internal::MiddleCache& classes) {
-  if (from == to) return std::vector<Step>{};
-
-  // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
-  std::vector<std::pair<std::vector<Append>, DistType>> candidates;
+// Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
+// skip set. The same for both passes of NormalSteps.
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
+  std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
       return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
@@ -430,23 +485,39 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
             PlaceDescent(mesh, from, to, placement, y, skip);
         if (!appends) continue;
         for (const std::vector<Append>& descent : {*appends, SlicesFirst(*appends)}) {
-          if (std::none_of(candidates.begin(), candidates.end(), [&](const auto& c) {
-                return same(c.first, descent) && c.second == y;
+          if (std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+                return same(c.descent, descent) && c.y == y;
               })) {
-            candidates.emplace_back(descent, y);
+            Candidate c;
+            c.descent = descent;
+            c.y = y;
+            candidates.push_back(std::move(c));
           }
         }
       }
     }
   }
+  return candidates;
+}
+
+// `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
+// mode; nullptr ranks by total bytes (the paper's objective).
+// `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
+// devices).
+absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
+                                                const DistType& to, const CostModel* model,
+                                                const internal::LowerBounds& bounds,
+                                                internal::MiddleCache& classes,
+                                                std::vector<Candidate>& candidates) {
+  if (from == to) return std::vector<Step>{};
 
   const int64_t lower_bound = bounds.bytes_total;
   std::optional<std::vector<Step>> best;
   int64_t best_bytes = 0;
   double best_us = 0;
-  auto consider = [&](std::vector<Step> steps) {
-    int64_t bytes = TotalBytes(mesh, from, steps);
-    double us = model == nullptr ? 0.0 : RoundCostUs(CostUs(mesh, from, steps, *model));
+  // `bytes` and `us` (unrounded) are TotalBytes and CostUs of `steps`.
+  auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
+    us = model == nullptr ? 0.0 : RoundCostUs(us);
     if (!best || std::make_tuple(us, bytes, steps.size()) <
                      std::make_tuple(best_us, best_bytes, best->size())) {
       best = std::move(steps);
@@ -457,23 +528,28 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
-    consider({Step{Collective::Permute({}), to}});  // Paired once the plan is final.
+    std::vector<Step> permute = {Step{Collective::Permute({}), to}};  // Paired when final.
+    const int64_t bytes = TotalBytes(mesh, from, permute);
+    const double us = model == nullptr ? 0.0 : CostUs(mesh, from, permute, *model);
+    consider(std::move(permute), bytes, us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
       model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
   MiddleBudget left;
-  for (const auto& [descent, y] : candidates) {
+  for (Candidate& candidate : candidates) {
     if (best && left.states <= 0) break;
     if (left.work <= 0) break;
     if (best && model == nullptr && best_bytes <= lower_bound) break;
     if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
+    int64_t bytes = 0;
+    double us = 0;
     absl::StatusOr<std::vector<Step>> steps =
-        Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               left, classes, model,
-               best ? best_us : std::numeric_limits<double>::infinity());
-    if (steps.ok()) consider(*std::move(steps));
+        Valley(mesh, from, to, candidate, best ? best_bytes : std::numeric_limits<int64_t>::max(),
+               left, classes, model, best ? best_us : std::numeric_limits<double>::infinity(),
+               bytes, us);
+    if (steps.ok()) consider(*std::move(steps), bytes, us);
   }
   if (best) return *std::move(best);
 
@@ -587,12 +663,14 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
+  std::vector<Candidate> candidates = Candidates(mesh, from, to);
   absl::StatusOr<std::vector<Step>> bytes =
-      NormalValleys(mesh, from, to, nullptr, bounds, classes);
+      NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates);
   if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
     return bytes;
   }
-  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model, bounds, classes);
+  absl::StatusOr<std::vector<Step>> timed =
+      NormalValleys(mesh, from, to, model, bounds, classes, candidates);
   if (!timed.ok()) return bytes;
   auto key = [&](const std::vector<Step>& steps) {
     return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "synth/middle.h"
+#include "synth/placement.h"
 #include "synth/plan_check.h"
 #include "synth/search.h"
 #include "synth/synthesize.h"
@@ -126,8 +127,9 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
       internal::MiddleCache cache;
       // Twice through one cache, as `normal`'s candidates share it.
       for (int pass = 0; pass < 2; ++pass) {
+        internal::MiddlePath path;
         absl::StatusOr<std::vector<Step>> got =
-            internal::MiddleSearch(mesh, *x, *y, options, cache, &got_stats);
+            internal::MiddleSearch(mesh, *x, *y, options, cache, &got_stats, &path);
         const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*x), " -> ",
                                                ToString(*y), " variant ", variant, " pass ", pass);
         ASSERT_EQ(want.status().code(), got.status().code()) << where << "\n"
@@ -135,6 +137,28 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
                                                               << Describe(got);
         if (want.ok()) {
           ASSERT_EQ(*want, *got) << where << "\n" << Describe(want) << "\n" << Describe(got);
+          // The path's bytes and per-step µs are those of its steps.
+          ASSERT_TRUE(path.known) << where;
+          int64_t bytes = 0;
+          const DistType* in = &*x;
+          for (size_t k = 0; k < got->size(); ++k) {
+            const Step& step = (*got)[k];
+            const bool permute = step.op.kind == CollectiveKind::kCollectivePermute;
+            const int64_t moved = permute ? internal::MovedDevices(mesh, *in, step.type) : 0;
+            bytes += permute ? moved * LocalBytes(mesh, *in)
+                             : mesh.num_devices() * BytesReceived(mesh, *in, step.op, 0);
+            if (options.cost_model != nullptr) {
+              const double us =
+                  !permute ? options.cost_model->StepCostUs(mesh, *in, step.op)
+                  : moved == 0
+                      ? 0.0
+                      : options.cost_model->StepCostUs(
+                            mesh, *in, MinimalPermute(mesh, *in, step.type, options.cost_model));
+              ASSERT_EQ(path.step_us.at(k), us) << where << " step " << k;
+            }
+            in = &step.type;
+          }
+          EXPECT_EQ(path.bytes, bytes) << where;
         }
         EXPECT_EQ(want_stats.states_settled, got_stats.states_settled) << where;
         EXPECT_EQ(want_stats.states_generated, got_stats.states_generated) << where;
