@@ -484,11 +484,10 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
 // Searcher::Neighbors with only all_to_all and permutes enabled, in the same order.
 void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
   edges.clear();
-  auto add = [&](const Op& op, const CType& next, int64_t cost) {
+  // `us`: the all_to_all's modeled time (time mode); permutes are priced later (-1).
+  auto add = [&](const Op& op, const CType& next, int64_t cost, double us) {
     Charge(kTypeWork);
-    double us = 0;
-    if (timed()) us = op.permute ? -1 : StepUs(s, next, op);
-    edges.push_back(Edge{op, next, cost, us});
+    edges.push_back(Edge{op, next, cost, timed() ? (op.permute ? -1 : us) : 0});
   };
   int64_t local[kMaxRank];
   for (int j = 0; j < rank_; ++j) local[j] = LocalDim(s, j);
@@ -497,6 +496,9 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
     int64_t k = 1;
     for (int len = 1; len <= e - b; ++len) {
       k *= size_[s.ax[e - len]];
+      // The same for every destination j: it depends on the moved axes only.
+      const Op moved{false, static_cast<uint8_t>(i), static_cast<uint8_t>(len), 0};
+      const double us = timed() ? StepUs(s, s, moved) : 0;
       for (int j = 0; j < rank_; ++j) {
         if (j == i || local[j] % k != 0) continue;
         // Move ax[e-len, e) to the end of dimension j.
@@ -515,7 +517,7 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
         const int64_t cost = n_ * ((k - 1) * (bytes_ / k));  // BytesReceived of an all_to_all.
         add(Op{false, static_cast<uint8_t>(i), static_cast<uint8_t>(len),
                static_cast<uint8_t>(j)},
-            next, cost);
+            next, cost, us);
       }
     }
   }
@@ -545,7 +547,7 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);
-      add(Op{true}, info->members[m], moved * bytes_);
+      add(Op{true}, info->members[m], moved * bytes_, -1);
     }
   }
 }

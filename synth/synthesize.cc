@@ -508,7 +508,10 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
                                                 const DistType& to, const CostModel* model,
                                                 const internal::LowerBounds& bounds,
                                                 internal::MiddleCache& classes,
-                                                std::vector<Candidate>& candidates) {
+                                                std::vector<Candidate>& candidates,
+                                                int64_t& result_bytes, double& result_us) {
+  result_bytes = 0;
+  result_us = 0;
   if (from == to) return std::vector<Step>{};
 
   const int64_t lower_bound = bounds.bytes_total;
@@ -551,7 +554,11 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
                bytes, us);
     if (steps.ok()) consider(*std::move(steps), bytes, us);
   }
-  if (best) return *std::move(best);
+  if (best) {
+    result_bytes = best_bytes;
+    result_us = best_us;
+    return *std::move(best);
+  }
 
   // Divisibility blocked every valley we construct: let the exhaustive search decide.
   SearchOptions options;
@@ -565,6 +572,10 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
         "no valley plan was found (divisibility, or the middle searches' work budget on this ",
         mesh.num_devices(), "-device mesh), and the exhaustive memory-bounded search gave up: ",
         steps.status().message()));
+  }
+  if (steps.ok()) {
+    result_bytes = TotalBytes(mesh, from, *steps);
+    result_us = model == nullptr ? 0.0 : RoundCostUs(CostUs(mesh, from, *steps, *model));
   }
   return steps;
 }
@@ -664,19 +675,22 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
   std::vector<Candidate> candidates = Candidates(mesh, from, to);
+  // Each pass also reports its plan's TotalBytes and (time pass) rounded CostUs.
+  int64_t bytes_total = 0, timed_total = 0;
+  double bytes_us = 0, timed_us = 0;
   absl::StatusOr<std::vector<Step>> bytes =
-      NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates);
-  if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
+      NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates, bytes_total, bytes_us);
+  if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
     return bytes;
   }
   absl::StatusOr<std::vector<Step>> timed =
-      NormalValleys(mesh, from, to, model, bounds, classes, candidates);
+      NormalValleys(mesh, from, to, model, bounds, classes, candidates, timed_total, timed_us);
   if (!timed.ok()) return bytes;
-  auto key = [&](const std::vector<Step>& steps) {
-    return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),
-                           TotalBytes(mesh, from, steps), steps.size());
-  };
-  return key(*timed) < key(*bytes) ? timed : bytes;
+  return std::make_tuple(timed_us, timed_total, timed->size()) <
+                 std::make_tuple(RoundCostUs(CostUs(mesh, from, *bytes, *model)), bytes_total,
+                                 bytes->size())
+             ? timed
+             : bytes;
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
