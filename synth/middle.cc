@@ -353,6 +353,7 @@ class Middle {
         held *= std::max<int64_t>(0, hi - lo);
       }
       worst = std::max(worst, target_elements_ - held);
+      if (worst == target_elements_) break;  // Nothing held: the maximum possible.
       for (int a = num_axes_ - 1; a >= 0; --a) {
         if (++coord[a] < size_[a]) {
           if (slot_from[a] >= 0) f[slot_from[a]] += w_from[a];
