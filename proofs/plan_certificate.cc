@@ -86,19 +86,37 @@ z3::expr MixedRadix(z3::context& ctx, const Exprs& coords, const Axes& axes) {
   return sum.simplify();
 }
 
-// Coordinates over `axes` := the digits of the symbolic member index p.
-void SetDigits(Exprs& coords, const Axes& axes, const z3::expr& p) {
-  z3::context& ctx = p.ctx();
-  for (size_t j = 0; j < axes.index.size(); ++j) {
-    coords[axes.index[j]] = z3::mod(p / ctx.int_val(axes.stride[j]), ctx.int_val(axes.size[j]));
-  }
-}
-
 // Coordinates over `axes` := the digits of the concrete member index m.
 void SetDigits(z3::context& ctx, Exprs& coords, const Axes& axes, int64_t m) {
   for (size_t j = 0; j < axes.index.size(); ++j) {
     coords[axes.index[j]] = ctx.int_val((m / axes.stride[j]) % axes.size[j]);
   }
+}
+
+// Coordinates over `axes` := digits(l div size), returning l mod size — as fresh variables r,
+// c_j and q with the definition
+//     l = (q·k + Σ_j c_j·stride_j)·size + r  ∧  0 ≤ r < size  ∧  0 ≤ c_j < |A_j|,
+// appended to `definitions` (the query's assumptions). For every integer l exactly one
+// (q, c, r) satisfies it (Euclidean division by size, then by k, then mixed radix), namely
+// r = l mod size, c_j = ((l div size) div stride_j) mod |A_j| and q = (l div size) div k, so
+// the definition is the div/mod form, written without nested div/mod: Z3 4.8.12 proved the
+// 256-device all_gather bench plans in ≈ 10 ms this way and in 0.9–1.7 s with
+// mod(div(div(l, size), stride_j), |A_j|).
+z3::expr SplitIndex(z3::context& ctx, const z3::expr& l, int64_t size, const Axes& axes,
+                    Exprs& coords, std::vector<z3::expr>& definitions) {
+  const std::string prefix = absl::StrCat("s", definitions.size(), "_");
+  z3::expr r = ctx.int_const((prefix + "r").c_str());
+  z3::expr q = ctx.int_const((prefix + "q").c_str());
+  z3::expr member = q * ctx.int_val(axes.k);
+  z3::expr definition = r >= 0 && r < ctx.int_val(size);
+  for (size_t j = 0; j < axes.index.size(); ++j) {
+    z3::expr c = ctx.int_const(absl::StrCat(prefix, "c_", axes.index[j]).c_str());
+    definition = definition && c >= 0 && c < ctx.int_val(axes.size[j]);
+    member = member + c * ctx.int_val(axes.stride[j]);
+    coords[axes.index[j]] = c;
+  }
+  definitions.push_back(definition && l == member * ctx.int_val(size) + r);
+  return r;
 }
 
 // --- Forward shape propagation: the interpreter's preconditions, on shapes. ---
@@ -470,9 +488,8 @@ std::vector<Term> StepBack(const Mesh& mesh, z3::context& ctx, const Collective&
       Axes axes = Resolve(mesh, op.mesh_axes);
       z3::expr size = ctx.int_val(in[op.dim]);
       for (Term& t : terms) {
-        z3::expr p = t.local[op.dim] / size;
-        t.local[op.dim] = z3::mod(t.local[op.dim], size);
-        SetDigits(t.coords, axes, p);
+        t.local[op.dim] = SplitIndex(ctx, t.local[op.dim], in[op.dim], axes, t.coords,
+                                     definitions);
         result.push_back(std::move(t));
       }
       break;
@@ -486,10 +503,9 @@ std::vector<Term> StepBack(const Mesh& mesh, z3::context& ctx, const Collective&
       const int64_t i = op.dim, j = op.split_dim;
       for (Term& t : terms) {
         z3::expr g = MixedRadix(ctx, t.coords, axes);  // The receiver's index: which piece.
-        z3::expr p = t.local[i] / ctx.int_val(piece[i]);  // The sender.
-        t.local[i] = z3::mod(t.local[i], ctx.int_val(piece[i]));
+        // The sender, digits(l_i div piece_i), replaces the coordinates (after g is taken).
+        t.local[i] = SplitIndex(ctx, t.local[i], piece[i], axes, t.coords, definitions);
         t.local[j] = g * ctx.int_val(piece[j]) + t.local[j];
-        SetDigits(t.coords, axes, p);
         result.push_back(std::move(t));
       }
       break;
