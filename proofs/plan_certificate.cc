@@ -6,8 +6,9 @@
 // backward index map, from the last step to the first. Reductions turn one term into k terms
 // (one per group member, enumerated concretely), so after the walk the target element is the
 // sum of the terms' source elements. All arithmetic is linear integer arithmetic: group
-// indices are mixed-radix sums with constant strides, and div/mod are only by constants (the
-// concrete local sizes propagated forward from the source). all_to_all_v replaces a term by
+// indices are mixed-radix sums with constant strides, and the digits of a quotient by a
+// constant (the concrete local sizes propagated forward from the source) are fresh variables
+// with a linear definition (SplitIndex). all_to_all_v replaces a term by
 // fresh read-position variables defined by one implication per transfer position of a class
 // of target devices, with fields affine in the device coordinates (TransferClasses, StepBack);
 // permutes read their source device from such classes too (PermuteClasses).
