@@ -469,6 +469,26 @@ TEST(PlanCertificate, EverySingleTransferMutationAgreesWithTheInterpreter) {
   EXPECT_GE(refuted, 20);
 }
 
+// all_to_all with split_axis = concat_axis exchanges pieces within one dimension: once it
+// scrambles the blocks (refuted, confirmed), twice it is the identity (proved).
+TEST(PlanCertificate, AllToAllWithinOneDimensionAgreesWithTheInterpreter) {
+  Mesh mesh = M("x=2,y=3");
+  DistType type = T(mesh, "f32[12{x},6]");
+  std::vector<Step> once = {Step{Collective::AllToAll({"x"}, 0, 0), type}};
+  absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, type, type, once);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  ASSERT_EQ(cert->obligation.status, ObligationStatus::kRefuted)
+      << ObligationToText(cert->obligation);
+  EXPECT_EQ(ConfirmCounterexample(mesh, type, type, once, *cert->obligation.counterexample), "");
+  std::vector<Step> twice = {once[0], once[0]};
+  cert = CertifyPlan(mesh, type, type, twice);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved)
+      << ObligationToText(cert->obligation);
+  bool cannot_execute = false;
+  EXPECT_TRUE(InterpreterVerdict(mesh, type, type, twice, &cannot_execute).ok());
+}
+
 // A permute on 256 devices that exchanges the axes (a,b) and (c,d): the certificate encodes
 // its source function as one affine class instead of an ite chain over 240 pairs; a single
 // exchanged pair is still refuted.
