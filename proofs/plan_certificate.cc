@@ -355,7 +355,13 @@ std::optional<DeviceClass> FitClass(const Mesh& mesh, const Rows& rows,
       for (size_t f = 0; f < rows[d][p].size(); ++f) {
         const AffineField& field = cls.fields[p][f];
         int64_t value = field.base;
-        for (int a = 0; a < n_axes; ++a) value += field.coef[a] * c[a];
+        for (int a = 0; a < n_axes; ++a) {
+          int64_t term = 0;
+          if (__builtin_mul_overflow(field.coef[a], c[a], &term) ||
+              __builtin_add_overflow(value, term, &value)) {
+            return std::nullopt;  // Not representable: not a class (never a wrong one).
+          }
+        }
         if (value != rows[d][p][f]) return std::nullopt;
       }
     }
