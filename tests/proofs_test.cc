@@ -43,8 +43,12 @@ Plan Synth(const std::string& mesh, const std::string& from, const std::string& 
   return p.ok() ? *p : plan;
 }
 
-PlanCertificate Certify(const Plan& plan) {
-  absl::StatusOr<PlanCertificate> c = CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps);
+// simple_solver: Z3's plain SMT kernel, as VerifyPlan (reshard verify) uses for certificates.
+PlanCertificate Certify(const Plan& plan, bool simple_solver = false) {
+  ProveOptions options;
+  options.simple_solver = simple_solver;
+  absl::StatusOr<PlanCertificate> c =
+      CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, options);
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;
 }
@@ -358,7 +362,7 @@ TEST(PlanCertificate, LargeDirectPlanIsProvedCompactly) {
 // Refuted, confirmed on the interpreter, and the counterexample names the target device of one
 // of the mutated transfers `xs` and a local index inside its box.
 void ExpectTransferRefuted(const Plan& mutated, const std::vector<Transfer>& xs) {
-  PlanCertificate cert = Certify(mutated);
+  PlanCertificate cert = Certify(mutated, /*simple_solver=*/true);
   ASSERT_EQ(cert.obligation.status, ObligationStatus::kRefuted)
       << ObligationToText(cert.obligation);
   ASSERT_TRUE(cert.obligation.counterexample.has_value());
@@ -450,7 +454,7 @@ TEST(PlanCertificate, EverySingleTransferMutationAgreesWithTheInterpreter) {
         const absl::Status verdict = InterpreterVerdict(mutated.mesh, mutated.source,
                                                         mutated.target, mutated.steps,
                                                         &cannot_execute);
-        PlanCertificate cert = Certify(mutated);
+        PlanCertificate cert = Certify(mutated, /*simple_solver=*/true);
         if (cannot_execute) {
           EXPECT_EQ(cert.obligation.status, ObligationStatus::kError);
         } else if (verdict.ok()) {
