@@ -201,28 +201,14 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
   return n - kept * free_devices;
 }
 
-LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
-  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
-  const int64_t n = mesh.num_devices();
-  const int64_t element_bytes = ElementBytes(to.element_type);
-  const int64_t target_elements = LocalElements(mesh, to);
-  for (const std::string& axis : from.partial) {
-    // A size-1 partial axis sums a single summand: devices already hold the value.
-    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
-      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
-                         target_elements};
-    }
-  }
-  return ComputeLowerBoundsFromRoles(mesh, BlockRoles(mesh, from), LocalShape(mesh, from),
-                                     BlockRoles(mesh, to), LocalShape(mesh, to),
-                                     target_elements, element_bytes);
-}
-
-LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh, const std::vector<AxisRole>& from_roles,
-                                        const std::vector<int64_t>& from_local,
-                                        const std::vector<AxisRole>& to_roles,
-                                        const std::vector<int64_t>& to_local,
-                                        int64_t target_elements, int64_t element_bytes) {
+// The device walk of ComputeLowerBounds for a non-partial pair, from block roles (BlockRoles)
+// and local shapes.
+static LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh,
+                                               const std::vector<AxisRole>& from_roles,
+                                               const std::vector<int64_t>& from_local,
+                                               const std::vector<AxisRole>& to_roles,
+                                               const std::vector<int64_t>& to_local,
+                                               int64_t target_elements, int64_t element_bytes) {
   const int rank = static_cast<int>(to_local.size());
   std::vector<int64_t> from_block(rank + 1), to_block(rank + 1);
   __int128 total = 0;
@@ -241,6 +227,23 @@ LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh, const std::vector<Axis
                 worst = std::max(worst, target_elements - held);
               });
   return LowerBounds{Saturate(total * element_bytes), worst};
+}
+
+LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
+  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(to.element_type);
+  const int64_t target_elements = LocalElements(mesh, to);
+  for (const std::string& axis : from.partial) {
+    // A size-1 partial axis sums a single summand: devices already hold the value.
+    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
+      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
+                         target_elements};
+    }
+  }
+  return ComputeLowerBoundsFromRoles(mesh, BlockRoles(mesh, from), LocalShape(mesh, from),
+                                     BlockRoles(mesh, to), LocalShape(mesh, to),
+                                     target_elements, element_bytes);
 }
 
 bool IsUniform(const Mesh& mesh, const CostModel& model) {

@@ -65,15 +65,6 @@ struct LowerBounds {
   int64_t max_lacking_elements = 0;   // Max over devices of target elements not yet held.
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
-// ComputeLowerBounds for a non-partial pair given as block roles (BlockRoles: slot = dimension,
-// weight = stride in its block index; one per mesh axis) and local shapes, the target holding
-// `target_elements` elements of `element_bytes` bytes. The same values, for callers whose
-// types are not DistTypes (synth/middle.cc).
-LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh, const std::vector<AxisRole>& from_block,
-                                        const std::vector<int64_t>& from_local,
-                                        const std::vector<AxisRole>& to_block,
-                                        const std::vector<int64_t>& to_local,
-                                        int64_t target_elements, int64_t element_bytes);
 
 // True when every mesh axis has the same cost: then a permute costs alpha + B/bw whatever
 // pairs it uses, and its price needs no pairs.
