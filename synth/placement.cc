@@ -130,9 +130,11 @@ MovedDevicesFrom::MovedDevicesFrom(const Mesh& mesh, const DistType& in)
     : mesh_(mesh), key_in_(KeyRoles(mesh, in)) {}
 
 int64_t MovedDevicesFrom::To(const DistType& out, int64_t* work) const {
-  const Mesh& mesh = mesh_;
-  const std::vector<Role>& key_in = key_in_;
-  const std::vector<Role> key_out = KeyRoles(mesh, out);
+  return MovedDevicesFromRoles(mesh_, key_in_, KeyRoles(mesh_, out), work);
+}
+
+int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
+                              const std::vector<AxisRole>& key_out, int64_t* work) {
   const int64_t n = mesh.num_devices();
   if (n <= kWalkDevices) {
     std::vector<int64_t> acc_in(1), acc_out(1);
@@ -199,25 +201,19 @@ int64_t MovedDevicesFrom::To(const DistType& out, int64_t* work) const {
   return n - kept * free_devices;
 }
 
-LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
-  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
-  const int64_t n = mesh.num_devices();
-  const int64_t element_bytes = ElementBytes(to.element_type);
-  const int64_t target_elements = LocalElements(mesh, to);
-  for (const std::string& axis : from.partial) {
-    // A size-1 partial axis sums a single summand: devices already hold the value.
-    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
-      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
-                         target_elements};
-    }
-  }
-  const int rank = to.rank();
-  const std::vector<int64_t> from_local = LocalShape(mesh, from);
-  const std::vector<int64_t> to_local = LocalShape(mesh, to);
+// The device walk of ComputeLowerBounds for a non-partial pair, from block roles (BlockRoles)
+// and local shapes.
+static LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh,
+                                               const std::vector<AxisRole>& from_roles,
+                                               const std::vector<int64_t>& from_local,
+                                               const std::vector<AxisRole>& to_roles,
+                                               const std::vector<int64_t>& to_local,
+                                               int64_t target_elements, int64_t element_bytes) {
+  const int rank = static_cast<int>(to_local.size());
   std::vector<int64_t> from_block(rank + 1), to_block(rank + 1);
   __int128 total = 0;
   int64_t worst = 0;
-  WalkDevices(mesh, BlockRoles(mesh, from), from_block, BlockRoles(mesh, to), to_block,
+  WalkDevices(mesh, from_roles, from_block, to_roles, to_block,
               [&](int64_t) {
                 int64_t held = 1;
                 for (int i = 0; i < rank && held > 0; ++i) {
@@ -231,6 +227,23 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
                 worst = std::max(worst, target_elements - held);
               });
   return LowerBounds{Saturate(total * element_bytes), worst};
+}
+
+LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
+  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
+  const int64_t n = mesh.num_devices();
+  const int64_t element_bytes = ElementBytes(to.element_type);
+  const int64_t target_elements = LocalElements(mesh, to);
+  for (const std::string& axis : from.partial) {
+    // A size-1 partial axis sums a single summand: devices already hold the value.
+    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
+      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
+                         target_elements};
+    }
+  }
+  return ComputeLowerBoundsFromRoles(mesh, BlockRoles(mesh, from), LocalShape(mesh, from),
+                                     BlockRoles(mesh, to), LocalShape(mesh, to),
+                                     target_elements, element_bytes);
 }
 
 bool IsUniform(const Mesh& mesh, const CostModel& model) {

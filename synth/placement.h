@@ -52,6 +52,12 @@ class MovedDevicesFrom {
   std::vector<AxisRole> key_in_;
 };
 
+// MovedDevices from the placement-key roles of both types (KeyRoles of `in` and `out`, one per
+// mesh axis): the same count and the same `work` as MovedDevices. For callers that build the
+// roles themselves (synth/middle.cc, whose types are not DistTypes).
+int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
+                              const std::vector<AxisRole>& key_out, int64_t* work = nullptr);
+
 // The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
 // lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.
 struct LowerBounds {

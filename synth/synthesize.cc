@@ -26,7 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "synth/baselines.h"
+#include "synth/middle.h"
 #include "synth/placement.h"
+#include "synth/plan_check.h"
 #include "synth/search.h"
 #include "synth/step_builder.h"
 #include "typesys/absl_compat.h"
@@ -308,12 +310,6 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
   return model.StepCostUs(mesh, in, MinimalPermute(mesh, in, out, &model));
 }
 
-int64_t AscentBytes(const Mesh& mesh, const DistType& to, const DistType& y) {
-  StepBuilder builder(mesh, y);
-  EmitAscent(to, y, builder);
-  return TotalBytes(mesh, y, builder.steps());
-}
-
 double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
               const CostModel& model) {
   double us = 0;
@@ -341,73 +337,135 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
              static_cast<double>(bounds.max_lacking_elements * ElementBytes(to.element_type)));
 }
 
-// One valley through the given descent and pre-gather type, or the status of its middle.
+// One candidate valley: the descent's appends and the pre-gather type y, and what both passes
+// of NormalSteps need of it, built once by Prepare: the descent's steps (with the all_reduce)
+// ending at x, the ascent's steps, their total bytes and (time mode) each step's modeled µs.
+struct Candidate {
+  std::vector<Append> descent;
+  DistType y;
+  bool prepared = false;
+  std::vector<Step> down;
+  DistType x;
+  int64_t down_bytes = 0;
+  // The gathers to `to`: from y, or from x when x == y (then no middle runs and the gathers
+  // apply to x, whose partial axes may be listed in another order).
+  std::vector<Step> up;
+  int64_t up_bytes = 0;
+  bool priced = false;
+  std::vector<double> down_us, up_us;  // StepUs per step; filled in the time pass.
+};
+
+void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
+             Candidate& c) {
+  if (!c.prepared) {
+    StepBuilder builder(mesh, from);
+    EmitDescent(c.descent, builder);
+    std::vector<std::string> reduce;
+    for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
+      if (!Contains(to.partial, axis)) reduce.push_back(axis);
+    }
+    if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+    c.x = builder.current();
+    c.down = std::move(builder.steps());
+    RESHARD_CHECK(LocalBytes(mesh, c.x) == LocalBytes(mesh, c.y))
+        << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
+    c.down_bytes = TotalBytes(mesh, from, c.down);
+    StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
+    EmitAscent(to, c.y, ascent);
+    c.up = std::move(ascent.steps());
+    c.up_bytes = TotalBytes(mesh, c.y, c.up);
+    c.prepared = true;
+  }
+  if (model != nullptr && !c.priced) {
+    auto per_step = [&](const DistType& start, const std::vector<Step>& steps) {
+      std::vector<double> us;
+      const DistType* current = &start;
+      for (const Step& step : steps) {
+        us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
+        current = &step.type;
+      }
+      return us;
+    };
+    c.down_us = per_step(from, c.down);
+    c.up_us = per_step(c.x == c.y ? c.x : c.y, c.up);
+    c.priced = true;  // NormalSteps' time pass uses one model.
+  }
+}
+
+// CostUs's sum, from per-step values in plan order (the same additions in the same order).
+void AddUs(double& us, const std::vector<double>& steps) {
+  for (double v : steps) us += v;
+}
+
+// One valley through a candidate, or the status of its middle, with its total bytes and (with
+// `model`) its modeled µs before rounding, equal to TotalBytes and CostUs of the steps.
 // `budget` is the total bytes of the best plan so far (bytes mode) or its modeled time
 // `budget_us` (with `model`): the middle search is pruned at what remains of it, so a valley
 // that cannot match the best fails early. With `model` the middle minimises modeled time.
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
-                                         const std::vector<Append>& appends, const DistType& y,
-                                         int64_t budget, MiddleBudget& left,
-                                         PermuteClassCache& classes,
-                                         const CostModel* model, double budget_us) {
-  StepBuilder builder(mesh, from);
-  EmitDescent(appends, builder);
-  std::vector<std::string> reduce;
-  for (const std::string& axis : PartialInMeshOrder(mesh, builder.current())) {
-    if (!Contains(to.partial, axis)) reduce.push_back(axis);
-  }
-  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
-
-  const DistType x = builder.current();
-  RESHARD_CHECK(LocalBytes(mesh, x) == LocalBytes(mesh, y))
-      << "valley ends differ in size: " << ToString(x) << " vs " << ToString(y);
-  if (!(x == y)) {
+                                         Candidate& c, int64_t budget, MiddleBudget& left,
+                                         internal::MiddleCache& classes,
+                                         const CostModel* model, double budget_us,
+                                         int64_t& bytes, double& us) {
+  Prepare(mesh, from, to, model, c);
+  std::vector<Step> steps = c.down;
+  bytes = c.down_bytes;
+  us = 0;
+  if (model != nullptr) AddUs(us, c.down_us);
+  if (!(c.x == c.y)) {
     SearchOptions options;
-    options.max_local_bytes = LocalBytes(mesh, x);
+    options.max_local_bytes = LocalBytes(mesh, c.x);
     // Without any plan yet a candidate may exceed the shared budget.
     options.max_states = left.states > 0 ? std::min(kMiddleStates, left.states) : kMiddleStates;
     // The work budget is never exceeded, plan or not: it is what bounds a call's time on
     // huge meshes.
     options.max_work = std::max<int64_t>(left.work, 0);
     options.fill_permute_pairs = false;
-    options.class_cache = &classes;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
-      options.max_cost =
-          budget - TotalBytes(mesh, from, builder.steps()) - AscentBytes(mesh, to, y);
+      options.max_cost = budget - c.down_bytes - c.up_bytes;
       if (options.max_cost < 0) return absl::NotFoundError("over budget");
     } else {
-      StepBuilder ascent(mesh, y);
-      EmitAscent(to, y, ascent);
       options.cost_model = model;
-      options.max_cost_us = budget_us - CostUs(mesh, from, builder.steps(), *model) -
-                            CostUs(mesh, y, ascent.steps(), *model) + 1e-9;
+      double down_us = 0, up_us = 0;
+      AddUs(down_us, c.down_us);
+      AddUs(up_us, c.up_us);
+      options.max_cost_us = budget_us - down_us - up_us + 1e-9;
       if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
     }
     SearchStats stats;
-    absl::StatusOr<std::vector<Step>> middle = SearchPlan(mesh, x, y, options, &stats);
+    internal::MiddlePath path;
+    // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
+    absl::StatusOr<std::vector<Step>> middle =
+        internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
     left.states -= stats.states_settled;
     left.work -= stats.work;
     if (!middle.ok()) return middle.status();
-    builder.Append(*middle);
+    if (!path.known) {  // SearchPlan ran: price its steps here.
+      path.bytes = TotalBytes(mesh, c.x, *middle);
+      path.step_us.clear();
+      const DistType* current = &c.x;
+      for (const Step& step : *middle) {
+        if (model != nullptr) path.step_us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
+        current = &step.type;
+      }
+    }
+    bytes += path.bytes;
+    if (model != nullptr) AddUs(us, path.step_us);
+    steps.insert(steps.end(), std::make_move_iterator(middle->begin()),
+                 std::make_move_iterator(middle->end()));
   }
-  EmitAscent(to, y, builder);
-  return std::move(builder.steps());
+  bytes += c.up_bytes;
+  if (model != nullptr) AddUs(us, c.up_us);
+  steps.insert(steps.end(), c.up.begin(), c.up.end());
+  return steps;
 }
 
-// `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
-// mode; nullptr ranks by total bytes (the paper's objective).
-// `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
-// devices).
-absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
-                                                const DistType& to, const CostModel* model,
-                                                const internal::LowerBounds& bounds,
-                                                PermuteClassCache& classes) {
-  if (from == to) return std::vector<Step>{};
-
-  // Candidate valleys: each (descent, pre-gather type) pair with the same skip set.
-  std::vector<std::pair<std::vector<Append>, DistType>> candidates;
+// Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
+// skip set. The same for both passes of NormalSteps.
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
+  std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
       return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
@@ -428,23 +486,42 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
             PlaceDescent(mesh, from, to, placement, y, skip);
         if (!appends) continue;
         for (const std::vector<Append>& descent : {*appends, SlicesFirst(*appends)}) {
-          if (std::none_of(candidates.begin(), candidates.end(), [&](const auto& c) {
-                return same(c.first, descent) && c.second == y;
+          if (std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+                return same(c.descent, descent) && c.y == y;
               })) {
-            candidates.emplace_back(descent, y);
+            Candidate c;
+            c.descent = descent;
+            c.y = y;
+            candidates.push_back(std::move(c));
           }
         }
       }
     }
   }
+  return candidates;
+}
+
+// `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
+// mode; nullptr ranks by total bytes (the paper's objective).
+// `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
+// devices).
+absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
+                                                const DistType& to, const CostModel* model,
+                                                const internal::LowerBounds& bounds,
+                                                internal::MiddleCache& classes,
+                                                std::vector<Candidate>& candidates,
+                                                int64_t& result_bytes, double& result_us) {
+  result_bytes = 0;
+  result_us = 0;
+  if (from == to) return std::vector<Step>{};
 
   const int64_t lower_bound = bounds.bytes_total;
   std::optional<std::vector<Step>> best;
   int64_t best_bytes = 0;
   double best_us = 0;
-  auto consider = [&](std::vector<Step> steps) {
-    int64_t bytes = TotalBytes(mesh, from, steps);
-    double us = model == nullptr ? 0.0 : RoundCostUs(CostUs(mesh, from, steps, *model));
+  // `bytes` and `us` (unrounded) are TotalBytes and CostUs of `steps`.
+  auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
+    us = model == nullptr ? 0.0 : RoundCostUs(us);
     if (!best || std::make_tuple(us, bytes, steps.size()) <
                      std::make_tuple(best_us, best_bytes, best->size())) {
       best = std::move(steps);
@@ -455,25 +532,34 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
-    consider({Step{Collective::Permute({}), to}});  // Paired once the plan is final.
+    std::vector<Step> permute = {Step{Collective::Permute({}), to}};  // Paired when final.
+    const int64_t bytes = TotalBytes(mesh, from, permute);
+    const double us = model == nullptr ? 0.0 : CostUs(mesh, from, permute, *model);
+    consider(std::move(permute), bytes, us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
       model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
   MiddleBudget left;
-  for (const auto& [descent, y] : candidates) {
+  for (Candidate& candidate : candidates) {
     if (best && left.states <= 0) break;
     if (left.work <= 0) break;
     if (best && model == nullptr && best_bytes <= lower_bound) break;
     if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
+    int64_t bytes = 0;
+    double us = 0;
     absl::StatusOr<std::vector<Step>> steps =
-        Valley(mesh, from, to, descent, y, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               left, classes, model,
-               best ? best_us : std::numeric_limits<double>::infinity());
-    if (steps.ok()) consider(*std::move(steps));
+        Valley(mesh, from, to, candidate, best ? best_bytes : std::numeric_limits<int64_t>::max(),
+               left, classes, model, best ? best_us : std::numeric_limits<double>::infinity(),
+               bytes, us);
+    if (steps.ok()) consider(*std::move(steps), bytes, us);
   }
-  if (best) return *std::move(best);
+  if (best) {
+    result_bytes = best_bytes;
+    result_us = best_us;
+    return *std::move(best);
+  }
 
   // Divisibility blocked every valley we construct: let the exhaustive search decide.
   SearchOptions options;
@@ -487,6 +573,10 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
         "no valley plan was found (divisibility, or the middle searches' work budget on this ",
         mesh.num_devices(), "-device mesh), and the exhaustive memory-bounded search gave up: ",
         steps.status().message()));
+  }
+  if (steps.ok()) {
+    result_bytes = TotalBytes(mesh, from, *steps);
+    result_us = model == nullptr ? 0.0 : RoundCostUs(CostUs(mesh, from, *steps, *model));
   }
   return steps;
 }
@@ -584,19 +674,24 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   }
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
-  PermuteClassCache classes;
+  internal::MiddleCache classes;
+  std::vector<Candidate> candidates = Candidates(mesh, from, to);
+  // Each pass also reports its plan's TotalBytes and (time pass) rounded CostUs.
+  int64_t bytes_total = 0, timed_total = 0;
+  double bytes_us = 0, timed_us = 0;
   absl::StatusOr<std::vector<Step>> bytes =
-      NormalValleys(mesh, from, to, nullptr, bounds, classes);
-  if (model == nullptr || !bytes.ok() || TotalBytes(mesh, from, *bytes) <= bounds.bytes_total) {
+      NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates, bytes_total, bytes_us);
+  if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
     return bytes;
   }
-  absl::StatusOr<std::vector<Step>> timed = NormalValleys(mesh, from, to, model, bounds, classes);
+  absl::StatusOr<std::vector<Step>> timed =
+      NormalValleys(mesh, from, to, model, bounds, classes, candidates, timed_total, timed_us);
   if (!timed.ok()) return bytes;
-  auto key = [&](const std::vector<Step>& steps) {
-    return std::make_tuple(RoundCostUs(CostUs(mesh, from, steps, *model)),
-                           TotalBytes(mesh, from, steps), steps.size());
-  };
-  return key(*timed) < key(*bytes) ? timed : bytes;
+  return std::make_tuple(timed_us, timed_total, timed->size()) <
+                 std::make_tuple(RoundCostUs(CostUs(mesh, from, *bytes, *model)), bytes_total,
+                                 bytes->size())
+             ? timed
+             : bytes;
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -794,7 +889,12 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   plan.steps = std::move(steps);
   plan.cost_model = options.cost_model;
   plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model);  // Includes the bound.
-  absl::Status check = CheckPlan(plan);
+  // CheckPlan without what is guaranteed here (valid source, metrics just computed) and with
+  // permutes checked by placement keys (synth/plan_check.h); debug builds run both.
+  absl::Status check = internal::CheckSynthesizedPlan(plan);
+#ifndef NDEBUG
+  if (check.ok()) check = CheckPlan(plan);
+#endif
   RESHARD_CHECK(check.ok()) << "synthesized an ill-typed plan: " << check;
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=

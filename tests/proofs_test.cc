@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
@@ -42,8 +43,12 @@ Plan Synth(const std::string& mesh, const std::string& from, const std::string& 
   return p.ok() ? *p : plan;
 }
 
-PlanCertificate Certify(const Plan& plan) {
-  absl::StatusOr<PlanCertificate> c = CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps);
+// simple_solver: Z3's plain SMT kernel, as VerifyPlan (reshard verify) uses for certificates.
+PlanCertificate Certify(const Plan& plan, bool simple_solver = false) {
+  ProveOptions options;
+  options.simple_solver = simple_solver;
+  absl::StatusOr<PlanCertificate> c =
+      CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, options);
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;
 }
@@ -245,6 +250,10 @@ TEST(PlanCertificate, DirectPlansAreProved) {
       {"x=2,y=3", "f32[12{x},6{y}]", "f32[12{y},6{x}]"},
       {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8{x},8]"},
       {"x=2,y=2", "f32[8,8] partial{x,y}", "f32[8,8{y}] partial{x}"},
+      // Blocks that do not align: devices receive different numbers of boxes, so the
+      // transfers form several classes (TransferClasses).
+      {"x=5,y=3", "f32[30{x},4]", "f32[30{y},4]"},
+      {"x=3,y=4", "f32[12{x},12{y}]", "f32[12{y},12{x}]"},
   };
   int with_v = 0;
   for (const auto& c : cases) {
@@ -326,6 +335,190 @@ TEST(PlanCertificate, MutatedAllToAllVIsRefuted) {
         }
       }
     }
+  }
+}
+
+// A large regular all_to_all_v: 256 devices, 64 transfers of one element into each (16384 in
+// all), the transfer count of the slowest bench-suite plan on tiny buffers. The encoding groups
+// the transfers into classes of target devices (proofs/plan_certificate.cc, TransferClasses);
+// a single wrong transfer must still be found, with the device it writes named.
+constexpr char kLargeMesh[] = "a=4,b=4,c=4,d=4";
+constexpr char kLargeFrom[] = "f32[256{a,b,c,d},64]";
+constexpr char kLargeTo[] = "f32[256{d},64{a,b,c}]";
+
+TEST(PlanCertificate, LargeDirectPlanIsProvedCompactly) {
+  size_t v = 0;
+  Plan plan = DirectPlan(kLargeMesh, kLargeFrom, kLargeTo, &v);
+  ASSERT_LT(v, plan.steps.size());
+  ASSERT_EQ(plan.steps[v].op.transfers.size(), 16384u);
+  PlanCertificate cert = Certify(plan);
+  EXPECT_EQ(cert.obligation.status, ObligationStatus::kProved) << ObligationToText(cert.obligation);
+  // One class of 64 positions, not 16384 definitions (each of those took ~70 bytes of SMT-LIB).
+  EXPECT_LT(cert.obligation.encoding.size(), 200000u);
+  std::cout << "[ large    ] 16384 transfers proved in " << cert.obligation.solver_ms
+            << " ms, encoding " << cert.obligation.encoding.size() << " bytes\n";
+}
+
+// Refuted, confirmed on the interpreter, and the counterexample names the target device of one
+// of the mutated transfers `xs` and a local index inside its box.
+void ExpectTransferRefuted(const Plan& mutated, const std::vector<Transfer>& xs) {
+  PlanCertificate cert = Certify(mutated, /*simple_solver=*/true);
+  ASSERT_EQ(cert.obligation.status, ObligationStatus::kRefuted)
+      << ObligationToText(cert.obligation);
+  ASSERT_TRUE(cert.obligation.counterexample.has_value());
+  const Counterexample& cex = *cert.obligation.counterexample;
+  EXPECT_EQ(ConfirmCounterexample(mutated.mesh, mutated.source, mutated.target, mutated.steps,
+                                  cex),
+            "")
+      << ObligationToText(cert.obligation);
+  EXPECT_EQ(cex.Field("kind").value_or(""), "wrong_element") << cex.text;
+  const std::string device = cex.Field("device").value_or("");
+  const std::vector<int64_t> l =
+      ::reshard::testing::ParseIndex(cex.Field("local_index").value_or("[]"));
+  bool in_a_box = false;
+  for (const Transfer& x : xs) {
+    bool inside = device == absl::StrCat(x.target) && l.size() == x.shape.size();
+    for (size_t i = 0; i < l.size() && inside; ++i) {
+      inside = x.target_offset[i] <= l[i] && l[i] < x.target_offset[i] + x.shape[i];
+    }
+    in_a_box = in_a_box || inside;
+  }
+  EXPECT_TRUE(in_a_box) << cex.text;
+  EXPECT_THAT(cex.Field("first_disagreeing_step").value_or(""), HasSubstr("all_to_all_v"))
+      << cex.text;
+  std::cout << "[ mutated  ] refuted in " << cert.obligation.solver_ms << " ms: " << cex.text
+            << "\n";
+}
+
+TEST(PlanCertificate, OneWrongTransferAmongManyIsRefuted) {
+  size_t v = 0;
+  const Plan plan = DirectPlan(kLargeMesh, kLargeFrom, kLargeTo, &v);
+  ASSERT_LT(v, plan.steps.size());
+  const int64_t n = plan.mesh.num_devices();
+  // Transfers of device 0 (the device the classes' coefficients are fitted from), of device 1
+  // (a neighbour used for the fit), and of two devices in the middle of the mesh.
+  for (size_t index : {size_t{5}, size_t{64 + 63}, size_t{8192 + 37}, size_t{16384 - 200}}) {
+    SCOPED_TRACE(absl::StrCat("transfer ", index));
+    // Another source device: every element is still written once, one carries wrong data.
+    Plan source = plan;
+    Transfer& s = source.steps[v].op.transfers[index];
+    s.source = (s.source + 1) % n;
+    ExpectTransferRefuted(source, {s});
+    if (index % 2 == 1) continue;  // The offset mutations on devices 0 and 128 only.
+
+    // The source offset shifted within the buffer: the box reads a neighbouring element.
+    Plan shifted = plan;
+    Transfer& t = shifted.steps[v].op.transfers[index];
+    t.source_offset[1] += t.source_offset[1] + 1 < 64 ? 1 : -1;
+    ExpectTransferRefuted(shifted, {t});
+
+    // A wrong target offset: the box is written where another transfer of the same device
+    // writes, which writes the box's old place instead (on its own, a moved box would leave
+    // a hole and the op could not execute).
+    Plan moved = plan;
+    std::vector<Transfer>& ts = moved.steps[v].op.transfers;
+    const size_t other = index % 64 == 0 ? index + 1 : index - 1;  // Same target device.
+    ASSERT_EQ(ts[other].target, ts[index].target);
+    std::swap(ts[index].target_offset, ts[other].target_offset);
+    ExpectTransferRefuted(moved, {ts[index], ts[other]});
+  }
+}
+
+// Every single-transfer mutation of small direct plans whose transfers form several classes:
+// the verdict equals the interpreter's, and refutations are confirmed.
+TEST(PlanCertificate, EverySingleTransferMutationAgreesWithTheInterpreter) {
+  const char* cases[][3] = {
+      {"x=5,y=3", "f32[30{x},4]", "f32[30{y},4]"},
+      {"x=3,y=4", "f32[12{x},12{y}]", "f32[12{y},12{x}]"},
+  };
+  int refuted = 0;
+  for (const auto& c : cases) {
+    size_t v = 0;
+    const Plan plan = DirectPlan(c[0], c[1], c[2], &v);
+    ASSERT_LT(v, plan.steps.size());
+    const size_t count = plan.steps[v].op.transfers.size();
+    for (size_t index = 0; index < count; ++index) {
+      for (int mutation = 0; mutation < 2; ++mutation) {
+        Plan mutated = plan;
+        Transfer& x = mutated.steps[v].op.transfers[index];
+        if (mutation == 0) {
+          x.source = (x.source + 1) % plan.mesh.num_devices();
+        } else if (x.source_offset[0] > 0) {
+          --x.source_offset[0];
+        } else {
+          ++x.source_offset[0];  // May leave the buffer: then both sides cannot execute.
+        }
+        SCOPED_TRACE(absl::StrCat(c[0], " ", c[1], " -> ", c[2], ": transfer ", index,
+                                  " mutation ", mutation));
+        bool cannot_execute = false;
+        const absl::Status verdict = InterpreterVerdict(mutated.mesh, mutated.source,
+                                                        mutated.target, mutated.steps,
+                                                        &cannot_execute);
+        PlanCertificate cert = Certify(mutated, /*simple_solver=*/true);
+        if (cannot_execute) {
+          EXPECT_EQ(cert.obligation.status, ObligationStatus::kError);
+        } else if (verdict.ok()) {
+          EXPECT_EQ(cert.obligation.status, ObligationStatus::kProved)
+              << ObligationToText(cert.obligation);
+        } else {
+          ASSERT_EQ(cert.obligation.status, ObligationStatus::kRefuted) << verdict;
+          EXPECT_EQ(ConfirmCounterexample(mutated.mesh, mutated.source, mutated.target,
+                                          mutated.steps, *cert.obligation.counterexample),
+                    "");
+          ++refuted;
+        }
+      }
+    }
+  }
+  EXPECT_GE(refuted, 20);
+}
+
+// all_to_all with split_axis = concat_axis exchanges pieces within one dimension: once it
+// scrambles the blocks (refuted, confirmed), twice it is the identity (proved).
+TEST(PlanCertificate, AllToAllWithinOneDimensionAgreesWithTheInterpreter) {
+  Mesh mesh = M("x=2,y=3");
+  DistType type = T(mesh, "f32[12{x},6]");
+  std::vector<Step> once = {Step{Collective::AllToAll({"x"}, 0, 0), type}};
+  absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, type, type, once);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  ASSERT_EQ(cert->obligation.status, ObligationStatus::kRefuted)
+      << ObligationToText(cert->obligation);
+  EXPECT_EQ(ConfirmCounterexample(mesh, type, type, once, *cert->obligation.counterexample), "");
+  std::vector<Step> twice = {once[0], once[0]};
+  cert = CertifyPlan(mesh, type, type, twice);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved)
+      << ObligationToText(cert->obligation);
+  bool cannot_execute = false;
+  EXPECT_TRUE(InterpreterVerdict(mesh, type, type, twice, &cannot_execute).ok());
+}
+
+// A permute on 256 devices that exchanges the axes (a,b) and (c,d): the certificate encodes
+// its source function as one affine class instead of an ite chain over 240 pairs; a single
+// exchanged pair is still refuted.
+TEST(PlanCertificate, LargePermuteWithTwoTargetsExchangedIsRefuted) {
+  const Plan plan = Synth(kLargeMesh, "f32[64{a,b},64{c,d}]", "f32[64{c,d},64{a,b}]");
+  ASSERT_EQ(plan.steps.size(), 1u);
+  ASSERT_EQ(plan.steps[0].op.kind, CollectiveKind::kCollectivePermute);
+  EXPECT_EQ(Certify(plan).obligation.status, ObligationStatus::kProved);
+  const size_t pairs = plan.steps[0].op.source_target_pairs.size();
+  ASSERT_GE(pairs, 200u);
+  for (size_t index : {size_t{0}, pairs / 2, pairs - 2}) {
+    Plan mutated = plan;
+    auto& p = mutated.steps[0].op.source_target_pairs;
+    std::swap(p[index].second, p[index + 1].second);
+    PlanCertificate cert = Certify(mutated);
+    ASSERT_EQ(cert.obligation.status, ObligationStatus::kRefuted)
+        << ObligationToText(cert.obligation);
+    const Counterexample& cex = *cert.obligation.counterexample;
+    EXPECT_EQ(ConfirmCounterexample(mutated.mesh, mutated.source, mutated.target, mutated.steps,
+                                    cex),
+              "")
+        << cex.text;
+    EXPECT_THAT((std::vector<std::string>{absl::StrCat(p[index].second),
+                                          absl::StrCat(p[index + 1].second)}),
+                ::testing::Contains(cex.Field("device").value_or("")))
+        << cex.text;
   }
 }
 

@@ -1,0 +1,123 @@
+// plan_check.cc — CheckSynthesizedPlan (see plan_check.h).
+
+#include "synth/plan_check.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "typesys/collective.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
+
+namespace reshard::internal {
+namespace {
+
+// Placement key weights of a valid type (placement.cc's KeyRoles): key(d) = sum over the
+// axes of coord_a(d) * weight[a]; it packs the block index of every dimension and the summand
+// index, with the radices of `type`. Two types with the same local shape and partial axes
+// have the same radices, so their keys agree exactly where block and summand agree.
+std::vector<int64_t> KeyWeights(const Mesh& mesh, const DistType& type) {
+  const int num_axes = mesh.num_axes();
+  std::vector<int64_t> weight(num_axes, 0);
+  std::vector<bool> partial(num_axes, false);
+  for (const std::string& axis : type.partial) partial[mesh.AxisIndex(axis)] = true;
+  int64_t factor = 1;
+  for (int a = num_axes - 1; a >= 0; --a) {
+    if (partial[a]) {
+      weight[a] = factor;
+      factor *= mesh.axes()[a].size;
+    }
+  }
+  for (int i = type.rank() - 1; i >= 0; --i) {
+    int64_t stride = factor;
+    const std::vector<std::string>& axes = type.dims[i].axes;
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+      const int a = mesh.AxisIndex(*it);
+      weight[a] = stride;
+      stride *= mesh.axes()[a].size;
+    }
+    factor = stride;
+  }
+  return weight;
+}
+
+// Every device's key, in id order (odometer over the coordinates).
+std::vector<int64_t> Keys(const Mesh& mesh, const std::vector<int64_t>& weight) {
+  const int k = mesh.num_axes();
+  const int64_t n = mesh.num_devices();
+  std::vector<int64_t> keys(n);
+  std::vector<int64_t> coord(k, 0);
+  int64_t key = 0;
+  for (int64_t d = 0; d < n; ++d) {
+    keys[d] = key;
+    for (int i = k - 1; i >= 0; --i) {
+      if (++coord[i] < mesh.axes()[i].size) {
+        key += weight[i];
+        break;
+      }
+      key -= weight[i] * (mesh.axes()[i].size - 1);
+      coord[i] = 0;
+    }
+  }
+  return keys;
+}
+
+// CheckPermute's verdict (same conditions) with placement keys.
+bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
+                     const DistType& out) {
+  if (op.kind != CollectiveKind::kCollectivePermute) return false;
+  if (!CheckCollectiveShape(mesh, op).ok()) return false;  // `out` is validated by the caller.
+  if (in.element_type != out.element_type || in.rank() != out.rank()) return false;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (in.dims[i].size != out.dims[i].size) return false;
+  }
+  if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) return false;
+  if (LocalShape(mesh, in) != LocalShape(mesh, out)) return false;
+  const std::vector<int64_t> key_in = Keys(mesh, KeyWeights(mesh, in));
+  const std::vector<int64_t> key_out = Keys(mesh, KeyWeights(mesh, out));
+  const int64_t n = mesh.num_devices();
+  std::vector<int64_t> source_of(n);
+  for (int64_t d = 0; d < n; ++d) source_of[d] = d;
+  for (const auto& [s, t] : op.source_target_pairs) source_of[t] = s;
+  for (int64_t t = 0; t < n; ++t) {
+    if (key_in[source_of[t]] != key_out[t]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status CheckSynthesizedPlan(const Plan& plan) {
+  const Mesh& mesh = plan.mesh;
+  const DistType* current = &plan.source;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& step = plan.steps[i];
+    absl::Status s = Validate(mesh, step.type);
+    if (s.ok()) {
+      if (step.op.kind == CollectiveKind::kCollectivePermute) {
+        // The precise message, only when the fast check fails.
+        if (!PermuteRealises(mesh, *current, step.op, step.type)) {
+          s = CheckPermute(mesh, *current, step.op, step.type);
+          if (s.ok()) s = absl::InternalError("fast permute check disagrees with CheckPermute");
+        }
+      } else {
+        s = CheckStep(mesh, *current, step.op, step.type);
+      }
+    }
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", i + 1, " (", ToString(step.op), "): ", s.message()));
+    }
+    current = &step.type;
+  }
+  if (!(plan.result() == plan.target)) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
+                                                   ", not at the target ",
+                                                   ToString(plan.target)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace reshard::internal

@@ -1,0 +1,225 @@
+// middle_test — synth/middle.h and synth/plan_check.h against the code they replace.
+//
+// MiddleSearch must return exactly what SearchPlan returns for the all_to_all/permute middle
+// of a valley (same steps, same status code, same statistics and work: `normal` subtracts the
+// statistics from budgets shared by its candidates, so they too must agree). The sweep draws
+// random middles (pairs of types of the same local size and partial axes on meshes of 1-4
+// axes) and compares both searches under the option sets `normal` uses: bytes mode with and
+// without a cost bound, time mode under a uniform and a non-uniform model, and tight state
+// and work caps. CheckSynthesizedPlan must agree with CheckPlan on synthesized plans and on
+// plans whose permute pairs were mutated.
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "synth/middle.h"
+#include "synth/placement.h"
+#include "synth/plan_check.h"
+#include "synth/search.h"
+#include "synth/synthesize.h"
+#include "tests/test_util.h"
+#include "typesys/collective.h"
+#include "typesys/cost_model.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+using test::M;
+
+// A random valid type of `dims` on `mesh`: each axis unused, partial (if `partial_ok` and in
+// `allowed_partial`, when given) or appended to a random dimension; nullopt when invalid.
+std::optional<DistType> RandomType(std::mt19937& rng, const Mesh& mesh,
+                                   const std::vector<int64_t>& dims, bool partial_ok,
+                                   const std::vector<std::string>* allowed_partial) {
+  DistType t;
+  for (int64_t d : dims) t.dims.push_back(Dim{d, {}});
+  std::vector<int> order(mesh.num_axes());
+  for (int i = 0; i < mesh.num_axes(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int a : order) {
+    const std::string& name = mesh.axes()[a].name;
+    const int r = static_cast<int>(rng() % (dims.size() + 2));
+    if (r < static_cast<int>(dims.size())) {
+      t.dims[r].axes.push_back(name);
+    } else if (r == static_cast<int>(dims.size()) && partial_ok &&
+               (allowed_partial == nullptr ||
+                std::find(allowed_partial->begin(), allowed_partial->end(), name) !=
+                    allowed_partial->end())) {
+      t.partial.push_back(name);
+    }
+  }
+  if (!Validate(mesh, t).ok()) return std::nullopt;
+  return t;
+}
+
+std::string Describe(const absl::StatusOr<std::vector<Step>>& steps) {
+  if (!steps.ok()) return steps.status().ToString();
+  std::string out;
+  for (const Step& s : *steps) absl::StrAppend(&out, ToString(s.op), " -> ", ToString(s.type), "; ");
+  return out;
+}
+
+TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
+  std::mt19937 rng(7);
+  const char* meshes[] = {"x=8",         "x=2,y=4",         "x=4,y=4",       "x=2,y=2,z=2",
+                          "x=2,y=4,z=4", "x=4,y=4,z=4",     "x=1,y=2,z=4",   "a=2,b=2,c=2,d=2",
+                          "a=2,b=4,c=2,d=4", "x=2,y=3,z=2", "x=2,y=2,z=8"};
+  const int64_t sizes[] = {8, 16, 32, 48, 64, 128, 256};
+  CostModel uniform;
+  CostModel skewed;
+  skewed.SetAxis("x", AxisCost{1.5, 300});
+  skewed.SetAxis("b", AxisCost{12, 20});
+  skewed.SetAxis("z", AxisCost{10, 25});
+  int compared = 0;
+  std::map<absl::StatusCode, int> codes;  // Outcomes seen, so that the sweep is not vacuous.
+  for (int iter = 0; iter < 6000 && compared < 1500; ++iter) {
+    const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
+    const int rank = 1 + static_cast<int>(rng() % 4);
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    std::optional<DistType> x = RandomType(rng, mesh, dims, rng() % 4 == 0, nullptr);
+    if (!x) continue;
+    std::optional<DistType> y = RandomType(rng, mesh, dims, !x->partial.empty(), &x->partial);
+    if (!y || x == y || LocalBytes(mesh, *x) != LocalBytes(mesh, *y) ||
+        PartialInMeshOrder(mesh, *x) != PartialInMeshOrder(mesh, *y)) {
+      continue;
+    }
+    ++compared;
+    for (int variant = 0; variant < 6; ++variant) {
+      SearchOptions options;
+      options.max_local_bytes = LocalBytes(mesh, *x);
+      options.max_states = 4000;
+      options.max_work = int64_t{1} << 26;
+      options.fill_permute_pairs = false;
+      options.allow_all_slice = options.allow_all_gather = false;
+      options.allow_all_reduce = options.allow_reduce_scatter = false;
+      switch (variant) {
+        case 1:
+          options.max_cost = LocalBytes(mesh, *x) * mesh.num_devices() / 2;
+          break;
+        case 2:
+          options.cost_model = &uniform;
+          break;
+        case 3:
+          options.cost_model = &skewed;
+          options.max_cost_us = 40;
+          break;
+        case 4:
+          options.max_states = 3;
+          break;
+        case 5:
+          options.max_work = 20000;
+          options.cost_model = &uniform;
+          break;
+        default:
+          break;
+      }
+      SearchStats want_stats, got_stats;
+      absl::StatusOr<std::vector<Step>> want = SearchPlan(mesh, *x, *y, options, &want_stats);
+      ++codes[want.status().code()];
+      internal::MiddleCache cache;
+      // Twice through one cache, as `normal`'s candidates share it.
+      for (int pass = 0; pass < 2; ++pass) {
+        internal::MiddlePath path;
+        absl::StatusOr<std::vector<Step>> got =
+            internal::MiddleSearch(mesh, *x, *y, options, cache, &got_stats, &path);
+        const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*x), " -> ",
+                                               ToString(*y), " variant ", variant, " pass ", pass);
+        ASSERT_EQ(want.status().code(), got.status().code()) << where << "\n"
+                                                              << Describe(want) << "\n"
+                                                              << Describe(got);
+        if (want.ok()) {
+          ASSERT_EQ(*want, *got) << where << "\n" << Describe(want) << "\n" << Describe(got);
+          // The path's bytes and per-step µs are those of its steps.
+          ASSERT_TRUE(path.known) << where;
+          int64_t bytes = 0;
+          const DistType* in = &*x;
+          for (size_t k = 0; k < got->size(); ++k) {
+            const Step& step = (*got)[k];
+            const bool permute = step.op.kind == CollectiveKind::kCollectivePermute;
+            const int64_t moved = permute ? internal::MovedDevices(mesh, *in, step.type) : 0;
+            bytes += permute ? moved * LocalBytes(mesh, *in)
+                             : mesh.num_devices() * BytesReceived(mesh, *in, step.op, 0);
+            if (options.cost_model != nullptr) {
+              const double us =
+                  !permute ? options.cost_model->StepCostUs(mesh, *in, step.op)
+                  : moved == 0
+                      ? 0.0
+                      : options.cost_model->StepCostUs(
+                            mesh, *in, MinimalPermute(mesh, *in, step.type, options.cost_model));
+              ASSERT_EQ(path.step_us.at(k), us) << where << " step " << k;
+            }
+            in = &step.type;
+          }
+          EXPECT_EQ(path.bytes, bytes) << where;
+        }
+        EXPECT_EQ(want_stats.states_settled, got_stats.states_settled) << where;
+        EXPECT_EQ(want_stats.states_generated, got_stats.states_generated) << where;
+        EXPECT_EQ(want_stats.work, got_stats.work) << where;
+      }
+    }
+  }
+  EXPECT_GE(compared, 500);
+  EXPECT_GT(codes[absl::StatusCode::kOk], 1000);
+  EXPECT_GT(codes[absl::StatusCode::kNotFound], 50);
+  EXPECT_GT(codes[absl::StatusCode::kResourceExhausted], 50);
+  for (const auto& [code, count] : codes) {
+    std::printf("%s: %d\n", absl::StatusCodeToString(code).c_str(), count);
+  }
+}
+
+TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
+  std::mt19937 rng(11);
+  const char* cases[][3] = {
+      {"x=2,y=2,z=2", "f32[64{x},64{y},64{z}]", "f32[64{z},64{x},64{y}]"},
+      {"x=4,y=4,z=4", "f32[512{z},512{y},512{x}]", "f32[512{x},512{y},512{z}]"},
+      {"x=2,y=4,z=4", "f32[1024{x,y},1024{z}]", "f32[1024{z},1024{x,y}]"},
+      {"x=2,y=4", "f32[32,32] partial{x,y}", "f32[32,32] partial{y,x}"},
+      {"x=2,y=4", "f32[8{x},8] partial{y}", "f32[8,8{x}] partial{y}"},
+      {"x=4,y=4", "f32[1024{x},1024] ", "f32[1024{y},1024]"},
+  };
+  int permutes = 0;
+  for (const auto& c : cases) {
+    const Mesh mesh = M(c[0]);
+    absl::StatusOr<Plan> plan =
+        Synthesize(mesh, test::T(mesh, c[1]), test::T(mesh, c[2]), SynthesisOptions{});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan).ok());
+    for (size_t s = 0; s < plan->steps.size(); ++s) {
+      if (plan->steps[s].op.kind != CollectiveKind::kCollectivePermute) continue;
+      ++permutes;
+      for (int trial = 0; trial < 50; ++trial) {
+        Plan bad = *plan;
+        auto& pairs = bad.steps[s].op.source_target_pairs;
+        const int64_t n = mesh.num_devices();
+        switch (trial % 3) {
+          case 0:  // Swap the targets of two pairs (still a valid permutation shape).
+            if (pairs.size() >= 2) std::swap(pairs[rng() % pairs.size()].second,
+                                             pairs[rng() % pairs.size()].second);
+            break;
+          case 1:  // Drop a pair.
+            if (!pairs.empty()) pairs.erase(pairs.begin() + rng() % pairs.size());
+            break;
+          default:  // Redirect a source.
+            if (!pairs.empty()) pairs[rng() % pairs.size()].first = static_cast<int64_t>(rng() % n);
+            break;
+        }
+        bad.metrics = ComputeMetrics(mesh, bad.source, bad.steps, bad.cost_model);
+        const bool full = CheckPlan(bad).ok();
+        const absl::Status fast = internal::CheckSynthesizedPlan(bad);
+        EXPECT_EQ(full, fast.ok()) << c[0] << " " << c[1] << " -> " << c[2] << ": " << fast;
+      }
+    }
+  }
+  EXPECT_GE(permutes, 4);
+}
+
+}  // namespace
+}  // namespace reshard
