@@ -640,7 +640,8 @@ std::vector<std::string> MergeRuns(const SubAxisMesh& m, const std::vector<std::
 // `spell_whole`) now and then a merged whole axis spelled `x:(1)n`. Only the parser/canonical
 // form property uses `spell_whole`: AxisRefinement::Refine keeps `y:(1)4` on y = 4 as is, a
 // reference that is no axis of the refined mesh (property_test.cc,
-// SubAxes.DISABLED_RefineSpelledWholeAxis), and synthesis then crashes.
+// SubAxes.DISABLED_RefineSpelledWholeAxis), and Synthesize then crashes
+// (SubAxes.DISABLED_SynthesizeSpelledWholeAxis).
 inline DistType MergeRandomly(const SubAxisMesh& m, const DistType& type,
                               bool spell_whole_axes = false) {
   auto merge = [] { return *InRange(0, 3) > 0; };
