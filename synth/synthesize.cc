@@ -910,11 +910,8 @@ absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const D
   absl::StatusOr<Plan> plan = SynthesizeWholeAxes(refinement.refined(), refinement.Refine(from),
                                                   refinement.Refine(to), options);
   if (!plan.ok()) return plan.status();
+  // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
   Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
-  // The caller's spelling of the endpoints (partial order is not significant).
-  coarse.source = from;
-  coarse.target = to;
-  if (!coarse.steps.empty()) coarse.steps.back().type = to;
   absl::Status check = CheckPlan(coarse);
   RESHARD_CHECK(check.ok()) << "coarsened an ill-typed plan: " << check;
   return coarse;

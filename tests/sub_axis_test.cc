@@ -130,6 +130,37 @@ TEST(SubAxisPlanTest, LowerBoundIgnoresSpelling) {
   EXPECT_GT(LowerBoundBytesTotal(mesh, source, *ParseType("f32[16] partial{z:(2)2}")), 0);
 }
 
+// Spellings the parser accepts but ParseValidType would canonicalize: the library must take
+// them as they are (found by the sub-axis properties).
+TEST(SubAxisPlanTest, NonCanonicalSpellingsSynthesizeAndReadBack) {
+  const Mesh mesh = M("x=4,y=2");
+  const DistType whole_as_piece = *ParseType("f32[8{x:(1)4}]");
+  absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {"x:(1)4"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ToString(r->Refine(whole_as_piece)), "f32[8{x}]");
+  for (Strategy s : {Strategy::kNormal, Strategy::kOptimal, Strategy::kNaive}) {
+    for (const char* to : {"f32[8{y}]", "f32[8]"}) {
+      absl::StatusOr<Plan> plan = Synthesize(mesh, whole_as_piece, *ParseType(to), {s});
+      ASSERT_TRUE(plan.ok()) << StrategyName(s) << ": " << plan.status();
+      absl::StatusOr<RunReport> report = RunPlan(*plan);
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_TRUE(report->ok) << report->message;
+    }
+  }
+  const Mesh six = M("x=6");
+  absl::StatusOr<Plan> plan =
+      Synthesize(six, *ParseType("f16[6]"), *ParseType("f16[6{x:(1)2,x:(2)3}]"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(ToString(plan->target), "f16[6{x}]");
+  absl::StatusOr<Plan> back = PlanFromJson(PlanToJson(*plan));
+  EXPECT_TRUE(back.ok()) << back.status();
+  const Mesh x8 = M("x=8,z=1");
+  absl::StatusOr<Plan> reduce = Synthesize(x8, *ParseType("bf16[8] partial{z,x:(1)4,x:(4)2}"),
+                                           *ParseType("bf16[8] partial{x}"));
+  ASSERT_TRUE(reduce.ok()) << reduce.status();
+  EXPECT_EQ(reduce->metrics.lower_bound_bytes_total, 0);
+}
+
 TEST(SubAxisRuleTest, RulesApplyThroughTheRefinement) {
   Mesh mesh = M("x=4,y=2");
   const DistType half = T(mesh, "f32[8{x:(1)2},4]");

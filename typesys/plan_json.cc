@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "typesys/absl_compat.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -242,7 +243,7 @@ absl::StatusOr<Plan> PlanFromJson(std::string_view text, const CostModel& cost_m
     plan.steps.push_back(Step{*std::move(op), *std::move(type)});
   }
   if (absl::Status s = CheckSteps(plan.mesh, plan.source, plan.steps); !s.ok()) return s;
-  if (!(plan.result() == plan.target)) {
+  if (!(Canonicalize(plan.mesh, plan.result()) == Canonicalize(plan.mesh, plan.target))) {
     return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
                                                    ", not at its 'to' type ",
                                                    ToString(plan.target)));

@@ -233,7 +233,7 @@ std::vector<std::string> RefineList(const AxisRefinement& r, absl::Span<const st
 
 DistType AxisRefinement::Refine(const DistType& type) const {
   DistType out = type;
-  if (trivial()) return out;
+  // Even a trivial refinement maps a whole axis spelled as a piece (`y:(1)4` on y = 4) to `y`.
   for (Dim& dim : out.dims) dim.axes = RefineList(*this, dim.axes);
   out.partial = RefineList(*this, type.partial);
   return out;
@@ -241,7 +241,7 @@ DistType AxisRefinement::Refine(const DistType& type) const {
 
 Collective AxisRefinement::Refine(const Collective& op) const {
   Collective out = op;
-  if (!trivial()) out.mesh_axes = RefineList(*this, op.mesh_axes);
+  out.mesh_axes = RefineList(*this, op.mesh_axes);
   return out;
 }
 
