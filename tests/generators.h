@@ -637,11 +637,7 @@ std::vector<std::string> MergeRuns(const SubAxisMesh& m, const std::vector<std::
 }
 
 // `type` (whose references are pieces of `m`) with adjacent runs merged at random, and (with
-// `spell_whole`) now and then a merged whole axis spelled `x:(1)n`. Only the parser/canonical
-// form property uses `spell_whole`: AxisRefinement::Refine keeps `y:(1)4` on y = 4 as is, a
-// reference that is no axis of the refined mesh (property_test.cc,
-// SubAxes.DISABLED_RefineSpelledWholeAxis), and Synthesize then crashes
-// (SubAxes.DISABLED_SynthesizeSpelledWholeAxis).
+// `spell_whole`) now and then a merged whole axis spelled `x:(1)n`.
 inline DistType MergeRandomly(const SubAxisMesh& m, const DistType& type,
                               bool spell_whole_axes = false) {
   auto merge = [] { return *InRange(0, 3) > 0; };
@@ -716,14 +712,9 @@ inline rc::Gen<SubAxisReshardCase> GenSubAxisReshardCase() {
     s.axes = *GenSubAxisMesh();
     const ReshardCase on_atoms = DrawReshardCaseOn(s.axes.atoms);
     s.c.mesh = s.axes.mesh;
-    s.c.from = MergeRandomly(s.axes, on_atoms.from);
-    s.c.to = MergeRandomly(s.axes, on_atoms.to);
-    // Partial clauses in canonical form: LowerBoundBytesTotal compares partial references by
-    // name, so `partial{x:(1)4,x:(4)2}` -> `partial{x}` counts as a reduction and Synthesize
-    // aborts (property_test.cc, SubAxes.DISABLED_LowerBoundIgnoresPartialSpelling). Dimension
-    // lists stay randomly merged.
-    s.c.from.partial = SubAxisCanonical(s.axes, s.c.from).partial;
-    s.c.to.partial = SubAxisCanonical(s.axes, s.c.to).partial;
+    // Any spelling, whole axes as `x:(1)n` included: the library must not depend on it.
+    s.c.from = MergeRandomly(s.axes, on_atoms.from, /*spell_whole_axes=*/true);
+    s.c.to = MergeRandomly(s.axes, on_atoms.to, /*spell_whole_axes=*/true);
     return s;
   });
 }

@@ -870,8 +870,8 @@ RESHARD_PROP(SubAxes, NormalPlanCorrectAndBounded, kCases) {
   RC_ASSERT(plan->metrics.lower_bound_bytes_total == LowerBoundBytesTotal(c.mesh, c.from, c.to));
   RC_ASSERT(plan->metrics.bytes_received_total >= plan->metrics.lower_bound_bytes_total);
   AssertInterpreterAgrees(*plan);
-  // JSON round trip only for canonical endpoints: PlanFromJson rejects plans whose last step
-  // spells `to` non-canonically (SubAxes.DISABLED_PlanJsonNonCanonicalTarget).
+  // JSON round trip for canonical endpoints (SubAxes.PlanJsonNonCanonicalTarget covers the
+  // other spellings).
   if (Canonicalize(c.mesh, c.from) == c.from && Canonicalize(c.mesh, c.to) == c.to) {
     RC_TAG("json_round_trip");
     absl::StatusOr<Plan> parsed = PlanFromJson(PlanToJson(*plan));
@@ -881,24 +881,11 @@ RESHARD_PROP(SubAxes, NormalPlanCorrectAndBounded, kCases) {
   }
 }
 
-// Known bug in typesys (plan.cc, not owned by this test): LowerBoundBytesTotal compares the
-// partial references of source and target by name, so two spellings of one partial set
-// (`partial{x:(1)4,x:(4)2}` and `partial{x}`) count as a pending reduction: 128 B instead of
-// 0 on x=8. Synthesize then aborts (RESHARD_CHECK in SynthesizeRefined: "coarsened an
-// ill-typed plan: plan metrics differ from the metrics of its steps") for
-//   --mesh x=8,z=1 --from 'bf16[] partial{z,x:(1)4,x:(4)2}' --to 'bf16[] partial{x}'
-// (normal and naive; the metrics come from the refined mesh, CheckPlan recomputes them on the
-// user's spelling). The CLI canonicalizes its input and is not affected. Found by
-// SubAxes.NormalPlanCorrectAndBounded; GenSubAxisReshardCase canonicalizes partial clauses
-// until this is fixed. Enable when fixed.
-// Known bug in typesys (sub_axis.cc): a whole axis spelled as a sub-axis (`y:(1)4` on y = 4,
-// valid, canonical form `y`) needs no split, so the refinement is trivial, and Refine keeps
-// the reference `y:(1)4`, which is no axis of the refined mesh (sub_axis.h promises every
-// reference becomes a list of atoms; code for whole axes then misses it). Found by
-// SubAxes.RefinementPreservesDeviceNumbering (mesh x=3,y=4,z=3, type f32[4{y:(1)4}]); the
-// generators spell whole axes `x:(1)n` only in PrintParseCanonicalRoundTrip until it is
-// fixed. Enable when fixed.
-TEST(SubAxes, DISABLED_RefineSpelledWholeAxis) {
+// Regression tests for four bugs the sub-axis properties found (all fixed): the lower bound
+// compared partial pieces by spelling; a whole axis spelled as a piece (`y:(1)4` on y = 4)
+// was not refined to the axis (Synthesize crashed on it); PlanFromJson rejected its own
+// output for a non-canonical `to`.
+TEST(SubAxes, RefineSpelledWholeAxis) {
   const Mesh mesh = *ParseMesh("x=3,y=4");
   const DistType type = *ParseType("f32[4{y:(1)4}]");
   ASSERT_TRUE(Validate(mesh, type).ok());
@@ -907,20 +894,7 @@ TEST(SubAxes, DISABLED_RefineSpelledWholeAxis) {
   EXPECT_FALSE(HasSubAxes(r->refined(), r->Refine(type))) << ToString(r->Refine(type));
 }
 
-// Known bug in typesys (plan JSON): Synthesize keeps the caller's spelling of `to` in the
-// last step, PlanToJson writes it, and PlanFromJson rejects its own output: "plan ends at
-// f16[6{x:(1)2,x:(2)3}], not at its 'to' type f16[6{x}]" (the 'to' field is canonicalized
-// when read, the last step's type is not, and they are compared as written). Found by
-// SubAxes.NormalPlanCorrectAndBounded; that property round-trips only canonical endpoints
-// until it is fixed. Enable when fixed.
-// Known bug (typesys refinement / synth), consequence of the one above: Synthesize on a type
-// that spells a whole axis as a sub-axis crashes the process — "free(): invalid pointer"
-// (SIGABRT) for normal and optimal on
-//   --mesh x=4,y=2 --from 'f32[8{x:(1)4}]' --to 'f32[8{y}]',
-// SIGSEGV for naive to 'f32[8]' and for normal on --mesh x=4 --from 'f32[8] partial{x:(1)4}'
-// --to 'f32[8]' (measured with a scratch test; the CLI canonicalizes input and is not
-// affected). Enable when fixed (it aborts the binary today).
-TEST(SubAxes, DISABLED_SynthesizeSpelledWholeAxis) {
+TEST(SubAxes, SynthesizeSpelledWholeAxis) {
   const Mesh mesh = *ParseMesh("x=4,y=2");
   const DistType from = *ParseType("f32[8{x:(1)4}]");
   const DistType to = *ParseType("f32[8{y}]");
@@ -934,7 +908,7 @@ TEST(SubAxes, DISABLED_SynthesizeSpelledWholeAxis) {
   }
 }
 
-TEST(SubAxes, DISABLED_PlanJsonNonCanonicalTarget) {
+TEST(SubAxes, PlanJsonNonCanonicalTarget) {
   const Mesh mesh = *ParseMesh("x=6");
   const DistType from = *ParseType("f16[6]");
   const DistType to = *ParseType("f16[6{x:(1)2,x:(2)3}]");
@@ -944,7 +918,7 @@ TEST(SubAxes, DISABLED_PlanJsonNonCanonicalTarget) {
   EXPECT_TRUE(parsed.ok()) << parsed.status();
 }
 
-TEST(SubAxes, DISABLED_LowerBoundIgnoresPartialSpelling) {
+TEST(SubAxes, LowerBoundIgnoresPartialSpelling) {
   const Mesh mesh = *ParseMesh("x=8,z=1");
   const DistType from = *ParseType("bf16[8] partial{z,x:(1)4,x:(4)2}");
   const DistType to = *ParseType("bf16[8] partial{x}");
