@@ -630,7 +630,10 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
                                                  nodes[existing].steps)) {
           continue;
         }
-        if (!uniform_ && edge.cost > 0 && !Charge(n_)) return WorkExhausted();
+        // The same charge as SearchPlan's, so both stop at the same point.
+        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_))) {
+          return WorkExhausted();
+        }
         edge.us = uniform_ || edge.cost == 0 ? optimistic : StepUs(current, edge.type, edge.op);
       }
       const double new_us = us + edge.us;

@@ -10,6 +10,7 @@
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard::internal {
 namespace {
@@ -90,6 +91,12 @@ bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
 }  // namespace
 
 absl::Status CheckSynthesizedPlan(const Plan& plan) {
+  if (HasSubAxes(plan.mesh, plan.source, plan.steps) || HasSubAxes(plan.mesh, plan.target)) {
+    // Placement keys are per mesh axis: check on the refinement (same devices and buffers).
+    absl::StatusOr<Plan> refined = RefinePlan(plan);
+    if (!refined.ok()) return refined.status();
+    return CheckSynthesizedPlan(*refined);
+  }
   const Mesh& mesh = plan.mesh;
   const DistType* current = &plan.source;
   for (size_t i = 0; i < plan.steps.size(); ++i) {

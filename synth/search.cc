@@ -455,11 +455,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                 std::make_tuple(existing->us, existing->cost, existing->steps)) {
           continue;
         }
-        // MinimalPermute's greedy pairing compares up to 64 holders (placement.cc's
-        // kGreedyPairingLimit) per device, each comparison a walk over the mesh axes.
-        if (!uniform_ && edge.cost > 0 &&
-            !Charge(mesh_.num_devices() * std::min<int64_t>(mesh_.num_devices(), 64) *
-                    mesh_.num_axes())) {
+        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_))) {
           return WorkExhausted();
         }
         edge.us = uniform_ || edge.cost == 0

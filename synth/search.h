@@ -35,6 +35,7 @@
 #ifndef RESHARD_SYNTH_SEARCH_H_
 #define RESHARD_SYNTH_SEARCH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -144,6 +145,13 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
 
 // The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// Work units (SearchOptions::max_work) charged for pricing one permute edge exactly under a
+// non-uniform cost model: MinimalPermute's greedy pairing compares up to 64 holders per device
+// (placement.cc's kGreedyPairingLimit), each comparison a walk over the mesh axes.
+inline int64_t PermutePricingWork(const Mesh& mesh) {
+  return mesh.num_devices() * std::min<int64_t>(mesh.num_devices(), 64) * mesh.num_axes();
+}
 
 }  // namespace reshard
 
