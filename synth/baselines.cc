@@ -615,9 +615,7 @@ std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const Dist
 absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& from,
                                               const DistType& to, bool* fell_back) {
   if (fell_back != nullptr) *fell_back = false;
-  std::vector<std::string> refs = SubAxisRefs(mesh, from);
-  std::vector<std::string> to_refs = SubAxisRefs(mesh, to);
-  refs.insert(refs.end(), to_refs.begin(), to_refs.end());
+  const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
   if (!atoms.ok()) return atoms.status();
   Plan plan;

@@ -934,9 +934,7 @@ bool SplitsAxes(Strategy strategy) {
 
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options) {
-  std::vector<std::string> refs = SubAxisRefs(mesh, from);
-  std::vector<std::string> to_refs = SubAxisRefs(mesh, to);
-  refs.insert(refs.end(), to_refs.begin(), to_refs.end());
+  const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   const bool split = options.sub_axes && SplitsAxes(options.strategy);
   if (refs.empty() && !split) return SynthesizeWholeAxes(mesh, from, to, options);
   if (absl::Status s = Validate(mesh, from); !s.ok()) {

@@ -126,6 +126,13 @@ std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& type) {
   return refs;
 }
 
+std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to) {
+  std::vector<std::string> refs = SubAxisRefs(mesh, from);
+  std::vector<std::string> more = SubAxisRefs(mesh, to);
+  refs.insert(refs.end(), more.begin(), more.end());
+  return refs;
+}
+
 std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
                                      absl::Span<const Step> steps) {
   std::vector<std::string> refs = SubAxisRefs(mesh, source);
@@ -254,7 +261,7 @@ std::vector<Step> AxisRefinement::Refine(absl::Span<const Step> steps) const {
 
 absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
   std::vector<std::string> refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
-  std::vector<std::string> target_refs = SubAxisRefs(plan.mesh, plan.target);
+  const std::vector<std::string> target_refs = SubAxisRefs(plan.mesh, plan.target);
   refs.insert(refs.end(), target_refs.begin(), target_refs.end());
   if (refs.empty()) return plan;
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);

@@ -58,6 +58,8 @@ bool HasSubAxes(const Mesh& mesh, const DistType& source, absl::Span<const Step>
 
 // Every such sub-axis reference in the arguments (duplicates kept), for AxisRefinement::Create.
 std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& type);
+// Of both endpoints of a resharding, `from`'s first.
+std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to);
 std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
                                      absl::Span<const Step> steps);
 
