@@ -646,7 +646,9 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
         nodes.push_back(
             Node{edge.type, new_cost, new_steps, id, edge.op, false, new_us, h, edge.us});
         ++generated_;
-        queue.emplace(new_us + h, new_cost, new_steps, node_id);
+        if (!timed() || new_us + h <= options_.max_cost_us) {
+          queue.emplace(new_us + h, new_cost, new_steps, node_id);
+        }
       } else {
         Node& node = nodes[existing];
         if (std::make_tuple(new_us, new_cost, new_steps) >=
@@ -659,7 +661,10 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
         node.parent = id;
         node.op = edge.op;
         node.edge_us = edge.us;
-        queue.emplace(new_us + node.h, new_cost, new_steps, existing);
+        // As SearchPlan: kept but not queued when its bound already exceeds max_cost_us.
+        if (!timed() || new_us + node.h <= options_.max_cost_us) {
+          queue.emplace(new_us + node.h, new_cost, new_steps, existing);
+        }
       }
     }
   }
@@ -678,8 +683,9 @@ absl::StatusOr<std::vector<Step>> MiddleSearch(const Mesh& mesh, const DistType&
                                                MiddlePath* path) {
   RESHARD_CHECK(!options.allow_all_slice && !options.allow_all_gather &&
                 !options.allow_all_reduce && !options.allow_reduce_scatter &&
-                options.allow_all_to_all && !options.fill_permute_pairs)
-      << "MiddleSearch is the all_to_all/permute search";
+                options.allow_all_to_all && !options.fill_permute_pairs &&
+                !options.bytes_bound && !options.incumbent)
+      << "MiddleSearch is the all_to_all/permute search, without byte bound or incumbent";
   if (path != nullptr) *path = MiddlePath{};
   if (!Middle::Encodable(mesh, from, to)) {
     SearchOptions fallback = options;

@@ -87,6 +87,34 @@ constexpr int64_t kCountStepWork = 16;
 // budget were spent.
 constexpr size_t kMaxPermuteClass = size_t{1} << 14;
 
+// TimeLowerBoundUs from the bounds of ComputeLowerBounds and the fastest axis's cost.
+double TimeBound(const AxisCost& fastest, const internal::LowerBounds& bounds,
+                 ElementType element_type) {
+  if (bounds.max_lacking_elements == 0) return 0;
+  return fastest.alpha_us + fastest.TransferUs(static_cast<double>(
+                                bounds.max_lacking_elements * ElementBytes(element_type)));
+}
+
+// BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
+// pending (the source's partial axes of size > 1 that the target lacks), each of the N
+// (element, target summand) classes needs K - 1 receives that merge partial sums plus one
+// more for every further target holder (only the device completing the last merge can end
+// with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
+// + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
+int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
+                   const internal::LowerBounds& bounds) {
+  int64_t pending = 1;
+  for (const std::string& axis : from.partial) {
+    if (AxisUse(to, axis) != kPartial) pending *= mesh.AxisSize(axis);
+  }
+  if (pending <= 2) return bounds.bytes_total;
+  const __int128 extra = static_cast<__int128>(pending - 2) * GlobalElements(to) *
+                         NumSummands(mesh, to) * ElementBytes(to.element_type);
+  const __int128 total = extra + bounds.bytes_total;
+  return total > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                     : static_cast<int64_t>(total);
+}
+
 class Searcher {
  public:
   Searcher(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options)
@@ -110,6 +138,12 @@ class Searcher {
   int64_t generated() const { return generated_; }
 
  private:
+  // Lower bounds on the rest of any path from a type to the target: modeled time (time mode;
+  // 0 otherwise) and total bytes received.
+  struct Bound {
+    double us = 0;
+    int64_t bytes = 0;
+  };
   struct Node {
     DistType type;
     int64_t cost = 0;
@@ -118,13 +152,16 @@ class Searcher {
     Collective op;
     bool settled = false;
     double us = 0;  // Time mode: modeled time of the best path so far.
-    double h = 0;   // Time mode: heuristic (lower bound of the remaining time).
+    Bound h;        // Lower bounds of the rest of the way (A*).
   };
   bool timed() const { return options_.cost_model != nullptr; }
-  double Heuristic(const DistType& type) {
-    if (!timed() || !options_.use_heuristic) return 0.0;
+  Bound Heuristic(const DistType& type) {
+    const bool time_bound = timed() && options_.use_heuristic;
+    if (!time_bound && !options_.bytes_bound) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
-    return TimeLowerBoundUs(mesh_, *options_.cost_model, type, to_);
+    const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
+    return Bound{time_bound ? TimeBound(fastest_, bounds, to_.element_type) : 0,
+                 options_.bytes_bound ? BytesBound(mesh_, type, to_, bounds) : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -132,6 +169,21 @@ class Searcher {
     return work_ <= options_.max_work;
   }
   bool OverBudget() const { return work_ > options_.max_work; }
+  // Branch and bound: whether a plan through `node` (its path so far plus its bounds) can
+  // still stay within max_cost and max_cost_us. Nodes outside are kept (a cheaper path may
+  // reach them later) but not queued.
+  bool WithinBounds(const Node& node) const {
+    return node.h.bytes <= options_.max_cost - node.cost &&
+           (!timed() || node.us + node.h.us <= options_.max_cost_us);
+  }
+  // Whether a path with lower bounds (us, bytes) on its final cost may beat the incumbent.
+  bool CanBeatIncumbent(double us, int64_t bytes) const {
+    if (!options_.incumbent) return true;
+    if (!timed()) return bytes < options_.incumbent->bytes;
+    const double tolerance = 1e-9 * std::max(1.0, options_.incumbent->us);
+    if (us < options_.incumbent->us - tolerance) return true;
+    return us <= options_.incumbent->us + tolerance && bytes < options_.incumbent->bytes;
+  }
   // A compact identity of a canonical state: element type and global shape are fixed within
   // one search, so the mesh axis indices of each dimension (a 0 ending the dimension) followed
   // by the partial axes' indices (canonical order) determine the type. Each index is written
@@ -388,21 +440,28 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   std::vector<Node> nodes;
   // Keyed by TypeKey, not ToString: printing every edge's type dominated the search.
   absl::flat_hash_map<std::string, int> index;
-  // Min-heap on (time + heuristic, bytes, steps, node id); time terms are 0 in bytes mode, so
-  // that mode orders exactly by (bytes, steps, discovery).
+  // Min-heap on (time + its bound, bytes + their bound, steps, node id): A* on the
+  // lexicographic cost (time, bytes, steps) in time mode and (bytes, steps) in bytes mode,
+  // where time terms are 0. The bounds are consistent (a step's cost covers the drop of the
+  // bound), so a settled node's path is optimal and ties still go to fewer steps.
   using Entry = std::tuple<double, int64_t, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false, 0, Heuristic(from_)});
   index.emplace(TypeKey(from_), 0);
-  queue.emplace(nodes[0].h, 0, 0, 0);
+  queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
   int64_t& settled = settled_;
   while (!queue.empty()) {
-    auto [f, cost, steps, id] = queue.top();
+    auto [f, f_bytes, steps, id] = queue.top();
     queue.pop();
-    if (nodes[id].settled || cost != nodes[id].cost || steps != nodes[id].steps ||
-        f != nodes[id].us + nodes[id].h) {
+    if (nodes[id].settled || f_bytes != nodes[id].cost + nodes[id].h.bytes ||
+        steps != nodes[id].steps || f != nodes[id].us + nodes[id].h.us) {
       continue;
+    }
+    const int64_t cost = nodes[id].cost;
+    if (!CanBeatIncumbent(f, f_bytes)) {
+      return absl::NotFoundError(absl::StrCat(
+          "no plan from ", ToString(from_), " to ", ToString(to_), " is cheaper than the one held"));
     }
     nodes[id].settled = true;
     if (nodes[id].type == to_) {
@@ -469,13 +528,15 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       if (existing == nullptr) {
         int node_id = static_cast<int>(nodes.size());
         index.emplace(std::move(key), node_id);
-        double h = Heuristic(edge.result());
+        Bound h = Heuristic(edge.result());
         if (OverBudget()) return WorkExhausted();
         DistType type = edge.member != nullptr ? *edge.member : std::move(edge.type);
         nodes.push_back(Node{std::move(type), new_cost, new_steps, id, std::move(edge.op),
                              false, new_us, h});
         ++generated_;
-        queue.emplace(new_us + h, new_cost, new_steps, node_id);
+        if (WithinBounds(nodes.back())) {
+          queue.emplace(new_us + h.us, new_cost + h.bytes, new_steps, node_id);
+        }
       } else {
         if (std::make_tuple(new_us, new_cost, new_steps) >=
             std::make_tuple(existing->us, existing->cost, existing->steps)) {
@@ -486,7 +547,10 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
         existing->us = new_us;
         existing->parent = id;
         existing->op = std::move(edge.op);
-        queue.emplace(new_us + existing->h, new_cost, new_steps, it->second);
+        if (WithinBounds(*existing)) {
+          queue.emplace(new_us + existing->h.us, new_cost + existing->h.bytes, new_steps,
+                        it->second);
+        }
       }
     }
   }
@@ -548,17 +612,14 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
   return steps;
 }
 
-}  // namespace reshard
-
-namespace reshard {
+int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {
+  return BytesBound(mesh, from, to, internal::ComputeLowerBounds(mesh, from, to));
+}
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
-  const int64_t worst = internal::ComputeLowerBounds(mesh, from, to).max_lacking_elements;
-  if (worst == 0) return 0;
-  AxisCost fastest = model.Fastest(mesh);
-  return fastest.alpha_us +
-         fastest.TransferUs(static_cast<double>(worst * ElementBytes(to.element_type)));
+  return TimeBound(model.Fastest(mesh), internal::ComputeLowerBounds(mesh, from, to),
+                   to.element_type);
 }
 
 }  // namespace reshard

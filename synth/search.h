@@ -28,6 +28,9 @@
 // Edge cost is the total bytes received over all devices (DESIGN §2 table); ties go to fewer
 // steps, then to discovery order, so the result is deterministic.
 //
+// With SearchOptions::bytes_bound, the search is A* with the byte lower bound as heuristic
+// (same optimum, fewer states settled).
+//
 // With SearchOptions::cost_model set, the edge cost is the modeled time instead
 // (CostModel::StepCostUs; permutes priced with the pairs MinimalPermute picks under that
 // model), ties broken by total bytes, then steps, and the search is A* with an admissible,
@@ -39,6 +42,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +89,22 @@ struct SearchOptions {
   // Time mode only: guide the search with TimeLowerBoundUs (A*). Off = plain Dijkstra; the
   // result's cost is the same, only the number of settled states differs.
   bool use_heuristic = true;
+  // Also bound the rest of every path by its total bytes received (BytesLowerBound from each
+  // state to the target, consistent like the time bound): A* in bytes mode, a sharper
+  // tie-break in time mode, and branch and bound against max_cost in both. It costs a pass
+  // over the devices per new state; `optimal` turns it on, normal's middle searches (which
+  // synth/middle.cc mirrors) leave it off.
+  bool bytes_bound = false;
+  // The cost of a plan the caller already holds (e.g. normal's, within the same bound). The
+  // search stops with NotFound as soon as the cheapest open path cannot end strictly below it
+  // ((modeled µs, bytes) lexicographically in time mode, with a relative tolerance of 1e-9
+  // on µs; bytes in bytes mode): with the consistent bounds this proves the held plan optimal
+  // without settling the plateau of equally cheap types (e.g. every order of free slices).
+  struct Incumbent {
+    double us = 0;
+    int64_t bytes = 0;
+  };
+  std::optional<Incumbent> incumbent;
   // The search gives up (ResourceExhausted) once its work exceeds this, or when a permute
   // class (the types one permute reaches) has more than 16384 members. Units are calibrated
   // to about a nanosecond: a device visited by a per-device computation (the heuristic and
@@ -142,6 +162,15 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
 // finds the optimum.
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to);
+
+// A lower bound on the total bytes received (DESIGN §2 table) by any plan from `from` to
+// `to`: LowerBoundBytesTotal, sharpened when a reduction over K >= 3 summands is pending to
+// also count the K - 1 merges every reduced value needs (N (element, target summand) classes,
+// each needing K - 2 more receives than one per target holder). Consistent: no step lowers it
+// by more than the bytes it receives, so SearchOptions::bytes_bound's A* stays exact. Like
+// TimeLowerBoundUs, for valid types of one shape whose axes are whole axes of `mesh` (refine
+// a plan with sub-axes first: RefinePlan).
+int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to);
 
 // The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);

@@ -659,6 +659,32 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
   return std::nullopt;
 }
 
+// The Shardy-style pass (internal::ShardySteps) as one more candidate of `normal`: valleys
+// place whole axes, while Shardy's slice -> permute -> all_to_all -> gather rounds split the
+// prime-factor refinement's sub-axes over dimensions in ways no valley of that refinement is
+// built to, e.g. a=2,b=4,c=2,d=4: [64,64,64,64{a,b}] -> [64{a},64{b},64{c},64{d}] (80 MiB
+// against the valleys' 92 MiB). Only on meshes whose axes are all of prime size (or 1),
+// where the pass splits no axis (Synthesize runs normal on the prime-factor refinement when
+// it splits axes); and only when it did not fall back to gather-then-slice and keeps every
+// step within the memory bound.
+std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistType& from,
+                                                 const DistType& to) {
+  for (const MeshAxis& axis : mesh.axes()) {
+    for (int64_t f = 2; f * f <= axis.size; ++f) {
+      if (axis.size % f == 0) return std::nullopt;
+    }
+  }
+  bool fell_back = false;
+  absl::StatusOr<std::vector<Step>> steps = internal::ShardySteps(mesh, from, to, &fell_back);
+  if (!steps.ok() || fell_back || HasSubAxes(mesh, from, *steps)) return std::nullopt;
+  const int64_t bound = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  for (const Step& step : *steps) {
+    if (LocalBytes(mesh, step.type) > bound) return std::nullopt;
+  }
+  if (!steps->empty()) steps->back().type = to;  // Partial axes as the caller lists them.
+  return *std::move(steps);
+}
+
 // `normal`: the byte-optimal valley (the paper's objective) when it reaches the byte lower
 // bound — it moves nothing redundant — and otherwise, with `model`, the valley of least
 // modeled time among the candidates (ties: fewer bytes), which may trade bytes for fewer
@@ -681,6 +707,15 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   double bytes_us = 0, timed_us = 0;
   absl::StatusOr<std::vector<Step>> bytes =
       NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates, bytes_total, bytes_us);
+  if (!bytes.ok() || bytes_total > bounds.bytes_total) {
+    if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
+      const int64_t shardy_total = TotalBytes(mesh, from, *shardy);
+      if (!bytes.ok() || shardy_total < bytes_total) {
+        bytes = *std::move(shardy);
+        bytes_total = shardy_total;
+      }
+    }
+  }
   if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
     return bytes;
   }
@@ -742,6 +777,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
   search.max_states = options.max_states;
   search.max_work = kOptimalWork;
   search.fill_permute_pairs = false;
+  search.bytes_bound = true;
   search.cost_model = TimeModel(options);
   // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
   std::optional<std::vector<Step>> normal;
@@ -751,7 +787,9 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     PairPermutes(mesh, from, options.cost_model, *normal);
     double us = CostUs(mesh, from, *normal, options.cost_model);
     search.max_cost_us = us + 1e-9 * std::max(1.0, us);
-    if (search.cost_model == nullptr) search.max_cost = TotalBytes(mesh, from, *normal);
+    const int64_t bytes = TotalBytes(mesh, from, *normal);
+    if (search.cost_model == nullptr) search.max_cost = bytes;
+    search.incumbent = SearchOptions::Incumbent{us, bytes};
   }
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, search);
   if (steps.ok()) {

@@ -8,16 +8,19 @@
 //    GenSubAxisReshardCase), where also normal and optimal respect the memory bound and
 //    `optimal` with sub_axes = true is no worse than with sub_axes = false.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "interp/interpreter.h"
+#include "synth/search.h"
 #include "synth/synthesize.h"
 #include "tests/generators.h"
 #include "typesys/cost_model.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -114,6 +117,69 @@ RESHARD_PROP(StrategyProperty, DirectReceivesExactlyTheLowerBound, 1000) {
     RC_ASSERT(plan->metrics.bytes_received_total == plan->metrics.lower_bound_bytes_total);
   }
   AssertRuns(*plan);
+}
+
+// The bound that guides `optimal`'s A* (SearchOptions::bytes_bound) never exceeds what a real
+// plan still receives from any of its types: checked on every suffix of every strategy's plan,
+// partial sources included (where it counts the merges a reduction needs).
+RESHARD_PROP(SearchProperty, BytesLowerBoundHoldsOnEveryPlanSuffix, 1000) {
+  const ReshardCase c = *GenReshardCase();
+  for (Strategy strategy : AllStrategies()) {
+    SynthesisOptions options;
+    options.strategy = strategy;
+    options.objective = Objective::kBytes;
+    absl::StatusOr<Plan> synthesized = Synthesize(c.mesh, c.from, c.to, options);
+    if (!synthesized.ok()) continue;
+    // The bound is defined on whole axes: read plans with sub-axes on their refinement.
+    absl::StatusOr<Plan> plan = RefinePlan(*synthesized);
+    RC_ASSERT(plan.ok());
+    DistType type = plan->source;
+    for (size_t i = 0; i <= plan->steps.size(); ++i) {
+      const std::vector<Step> rest(plan->steps.begin() + i, plan->steps.end());
+      const int64_t received = ComputeMetrics(plan->mesh, type, rest).bytes_received_total;
+      const int64_t bound = BytesLowerBound(plan->mesh, type, plan->target);
+      if (bound > received) {
+        RC_FAIL(plan->strategy + ": from step " + std::to_string(i) + " (" + ToString(type) +
+                ") the plan receives " + std::to_string(received) + " B, below the bound " +
+                std::to_string(bound));
+      }
+      if (i < plan->steps.size()) type = plan->steps[i].type;
+    }
+  }
+}
+
+// A* with the bytes bound finds plans exactly as cheap as plain Dijkstra in bytes, and as A*
+// without it in modeled time (where it only sharpens ties).
+RESHARD_PROP(SearchProperty, BytesBoundKeepsTheOptimum, 1000) {
+  const ReshardCase c = *GenReshardCase();
+  const CostModel model = RandomModel(c.mesh);
+  for (const CostModel* cost_model : {static_cast<const CostModel*>(nullptr), &model}) {
+    SearchOptions options;
+    options.max_local_bytes = Bound(c);
+    options.max_states = 20000;
+    options.cost_model = cost_model;
+    SearchStats plain_stats, guided_stats;
+    absl::StatusOr<std::vector<Step>> plain = SearchPlan(c.mesh, c.from, c.to, options, &plain_stats);
+    options.bytes_bound = true;
+    absl::StatusOr<std::vector<Step>> guided =
+        SearchPlan(c.mesh, c.from, c.to, options, &guided_stats);
+    if (!plain.ok() || !guided.ok()) {
+      // Both exhaustive searches agree that no plan exists; budgets may cut either short.
+      RC_ASSERT(!(absl::IsNotFound(plain.status()) && guided.ok()));
+      RC_ASSERT(!(absl::IsNotFound(guided.status()) && plain.ok()));
+      RC_TAG("undecided_or_none");
+      continue;
+    }
+    const Metrics a = ComputeMetrics(c.mesh, c.from, *plain, model);
+    const Metrics b = ComputeMetrics(c.mesh, c.from, *guided, model);
+    if (cost_model == nullptr) {
+      RC_ASSERT(a.bytes_received_total == b.bytes_received_total);
+    } else {
+      RC_ASSERT(std::abs(a.cost_us - b.cost_us) <= 1e-6 * std::max(1.0, a.cost_us));
+    }
+    RC_TAG(guided_stats.states_settled < plain_stats.states_settled ? "guided_settles_fewer"
+                                                                    : "guided_settles_as_many");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

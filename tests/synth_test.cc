@@ -574,5 +574,29 @@ TEST(SweepTest, RankOneAndThree) {
   Sweep(M("x=2,y=2"), {2, 2, 4}, 0);
 }
 
+TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
+  // Four summands per element: each of the 256 elements needs 3 merging receives, and the
+  // plan that reduce_scatters receives exactly that (3/4 of 1 KiB on each of 4 devices),
+  // while LowerBoundBytesTotal counts one incoming value per target element (1 KiB).
+  Mesh mesh = M("x=4");
+  const DistType from = T(mesh, "f32[16,16] partial{x}");
+  const DistType to = T(mesh, "f32[16{x},16]");
+  EXPECT_EQ(LowerBoundBytesTotal(mesh, from, to), 1024);
+  EXPECT_EQ(BytesLowerBound(mesh, from, to), 3072);
+  SynthesisOptions options;
+  options.strategy = Strategy::kOptimal;
+  options.objective = Objective::kBytes;
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->metrics.bytes_received_total, 3072);
+  // Two summands: the bound is LowerBoundBytesTotal's (one merge per element is the one
+  // incoming value it already counts); nothing pending: the same bound.
+  Mesh two = M("x=2,y=2");
+  EXPECT_EQ(BytesLowerBound(two, T(two, "f32[16,16] partial{x}"), T(two, "f32[16{x},16]")),
+            LowerBoundBytesTotal(two, T(two, "f32[16,16] partial{x}"), T(two, "f32[16{x},16]")));
+  EXPECT_EQ(BytesLowerBound(two, T(two, "f32[16{x},16]"), T(two, "f32[16,16{y}]")),
+            LowerBoundBytesTotal(two, T(two, "f32[16{x},16]"), T(two, "f32[16,16{y}]")));
+}
+
 }  // namespace
 }  // namespace reshard
