@@ -139,7 +139,7 @@ class Searcher {
 
  private:
   // Lower bounds on the rest of any path from a type to the target: modeled time (time mode;
-  // 0 otherwise) and total bytes received.
+  // 0 otherwise) and total bytes received (bytes mode with SearchOptions::bytes_bound; else 0).
   struct Bound {
     double us = 0;
     int64_t bytes = 0;
@@ -157,11 +157,13 @@ class Searcher {
   bool timed() const { return options_.cost_model != nullptr; }
   Bound Heuristic(const DistType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
-    if (!time_bound && !options_.bytes_bound) return Bound{};
+    if (!time_bound && !(options_.bytes_bound && !timed())) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
+    // In time mode bytes only break ties; the byte bound would reorder equally fast paths
+    // (same optimum, another of the tied plans), so it guides bytes mode only.
     return Bound{time_bound ? TimeBound(fastest_, bounds, to_.element_type) : 0,
-                 options_.bytes_bound ? BytesBound(mesh_, type, to_, bounds) : 0};
+                 options_.bytes_bound && !timed() ? BytesBound(mesh_, type, to_, bounds) : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -441,9 +443,9 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   // Keyed by TypeKey, not ToString: printing every edge's type dominated the search.
   absl::flat_hash_map<std::string, int> index;
   // Min-heap on (time + its bound, bytes + their bound, steps, node id): A* on the
-  // lexicographic cost (time, bytes, steps) in time mode and (bytes, steps) in bytes mode,
-  // where time terms are 0. The bounds are consistent (a step's cost covers the drop of the
-  // bound), so a settled node's path is optimal and ties still go to fewer steps.
+  // lexicographic cost (time, bytes, steps) in time mode (byte bound 0) and (bytes, steps) in
+  // bytes mode (time terms 0). The bounds are consistent (a step's cost covers the drop of
+  // the bound), so a settled node's path is optimal and ties still go to fewer steps.
   using Entry = std::tuple<double, int64_t, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   nodes.push_back(Node{from_, 0, 0, -1, Collective{}, false, 0, Heuristic(from_)});

@@ -89,11 +89,11 @@ struct SearchOptions {
   // Time mode only: guide the search with TimeLowerBoundUs (A*). Off = plain Dijkstra; the
   // result's cost is the same, only the number of settled states differs.
   bool use_heuristic = true;
-  // Also bound the rest of every path by its total bytes received (BytesLowerBound from each
-  // state to the target, consistent like the time bound): A* in bytes mode, a sharper
-  // tie-break in time mode, and branch and bound against max_cost in both. It costs a pass
-  // over the devices per new state; `optimal` turns it on, normal's middle searches (which
-  // synth/middle.cc mirrors) leave it off.
+  // Bytes mode only: bound the rest of every path by its total bytes received
+  // (BytesLowerBound from each state to the target, consistent like the time bound): A* on
+  // bytes, and branch and bound against max_cost. It costs a pass over the devices per new
+  // state; `optimal` and normal's fallback search turn it on, normal's middle searches (which
+  // synth/middle.cc mirrors) leave it off. Ignored in time mode (it would only reorder ties).
   bool bytes_bound = false;
   // The cost of a plan the caller already holds (e.g. normal's, within the same bound). The
   // search stops with NotFound as soon as the cheapest open path cannot end strictly below it

@@ -510,6 +510,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
                                                 const internal::LowerBounds& bounds,
                                                 internal::MiddleCache& classes,
                                                 std::vector<Candidate>& candidates,
+                                                const std::vector<Step>* known,
                                                 int64_t& result_bytes, double& result_us) {
   result_bytes = 0;
   result_us = 0;
@@ -529,6 +530,11 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
       best_us = us;
     }
   };
+  // A plan found otherwise (the Shardy-style pass) competes, and bounds the middle searches.
+  if (known != nullptr) {
+    consider(*known, TotalBytes(mesh, from, *known),
+             model == nullptr ? 0.0 : CostUs(mesh, from, *known, *model));
+  }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
@@ -567,6 +573,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   options.max_states = kFallbackStates;
   options.max_work = kFallbackWork;
   options.fill_permute_pairs = false;
+  options.bytes_bound = true;
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
   if (absl::IsResourceExhausted(steps.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -702,25 +709,18 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
   std::vector<Candidate> candidates = Candidates(mesh, from, to);
+  const std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to);
+  const std::vector<Step>* known = shardy ? &*shardy : nullptr;
   // Each pass also reports its plan's TotalBytes and (time pass) rounded CostUs.
   int64_t bytes_total = 0, timed_total = 0;
   double bytes_us = 0, timed_us = 0;
-  absl::StatusOr<std::vector<Step>> bytes =
-      NormalValleys(mesh, from, to, nullptr, bounds, classes, candidates, bytes_total, bytes_us);
-  if (!bytes.ok() || bytes_total > bounds.bytes_total) {
-    if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
-      const int64_t shardy_total = TotalBytes(mesh, from, *shardy);
-      if (!bytes.ok() || shardy_total < bytes_total) {
-        bytes = *std::move(shardy);
-        bytes_total = shardy_total;
-      }
-    }
-  }
+  absl::StatusOr<std::vector<Step>> bytes = NormalValleys(
+      mesh, from, to, nullptr, bounds, classes, candidates, known, bytes_total, bytes_us);
   if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
     return bytes;
   }
-  absl::StatusOr<std::vector<Step>> timed =
-      NormalValleys(mesh, from, to, model, bounds, classes, candidates, timed_total, timed_us);
+  absl::StatusOr<std::vector<Step>> timed = NormalValleys(
+      mesh, from, to, model, bounds, classes, candidates, known, timed_total, timed_us);
   if (!timed.ok()) return bytes;
   return std::make_tuple(timed_us, timed_total, timed->size()) <
                  std::make_tuple(RoundCostUs(CostUs(mesh, from, *bytes, *model)), bytes_total,
@@ -768,9 +768,13 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
   return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
 }
 
+// `keep_incumbent`: when the search gives up (ResourceExhausted), return normal's plan
+// instead of the error. Only for a refinement tried on top of one whose search finished (the
+// caller keeps the better plan), never as the answer on its own.
 absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
                                                const DistType& to,
-                                               const SynthesisOptions& options) {
+                                               const SynthesisOptions& options,
+                                               bool keep_incumbent) {
   if (from == to) return std::vector<Step>{};
   SearchOptions search;
   search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
@@ -807,7 +811,10 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     }
     return steps;
   }
-  if (absl::IsNotFound(steps.status()) && normal) return *std::move(normal);
+  if (normal && (absl::IsNotFound(steps.status()) ||
+                 (keep_incumbent && absl::IsResourceExhausted(steps.status())))) {
+    return *std::move(normal);
+  }
   return steps.status();
 }
 
@@ -852,8 +859,10 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
 namespace {
 
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
+// `keep_incumbent`: see OptimalSteps.
 absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
-                                         const DistType& to, const SynthesisOptions& options) {
+                                         const DistType& to, const SynthesisOptions& options,
+                                         bool keep_incumbent = false) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
@@ -868,7 +877,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       steps = NaiveSteps(mesh, from, to);
       break;
     case Strategy::kOptimal: {
-      absl::StatusOr<std::vector<Step>> optimal = OptimalSteps(mesh, from, to, options);
+      absl::StatusOr<std::vector<Step>> optimal = OptimalSteps(mesh, from, to, options, keep_incumbent);
       if (!optimal.ok()) return optimal.status();
       steps = *std::move(optimal);
       break;
@@ -944,9 +953,10 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
 
 // Synthesizes on `refinement` and brings the plan back to the user's mesh in canonical form.
 absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
-                                       const DistType& to, const SynthesisOptions& options) {
+                                       const DistType& to, const SynthesisOptions& options,
+                                       bool keep_incumbent = false) {
   absl::StatusOr<Plan> plan = SynthesizeWholeAxes(refinement.refined(), refinement.Refine(from),
-                                                  refinement.Refine(to), options);
+                                                  refinement.Refine(to), options, keep_incumbent);
   if (!plan.ok()) return plan.status();
   // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
   Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
@@ -963,6 +973,87 @@ bool Better(const Metrics& a, const Metrics& b, Objective objective) {
   return std::tie(a.cost_us, a.bytes_received_total) < std::tie(b.cost_us, b.bytes_received_total);
 }
 
+// One collective per atom instead of one over the group, for the all_gather, reduce_scatter
+// and all_reduce steps of `steps` (on `mesh`, starting at `from`) whose group spans several
+// atoms (axes of `mesh`), where the model prices the chain strictly lower. Gathers go from the
+// minor end, scatters from the major end; an all_reduce becomes such a scatter chain onto the
+// dimension of largest local size divisible by the group, then the gathers back. Bytes are
+// unchanged (the ring formulas telescope: (k-1)·B = sum over the chain), local sizes stay
+// between the step's input and output, and the alpha terms drop from (k-1) for the group to
+// one per atom, each at its own axis's price instead of the group's slowest. This is the
+// recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
+// its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7.
+std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
+                              const CostModel& model) {
+  std::vector<Step> out;
+  DistType current = from;
+  for (const Step& step : steps) {
+    const Collective& op = step.op;
+    const std::vector<std::string>& axes = op.mesh_axes;
+    const bool splittable = (op.kind == CollectiveKind::kAllGather ||
+                             op.kind == CollectiveKind::kReduceScatter ||
+                             op.kind == CollectiveKind::kAllReduce) &&
+                            axes.size() > 1;
+    std::optional<int> reduce_dim;
+    if (splittable && op.kind == CollectiveKind::kAllReduce) {
+      const std::vector<int64_t> local = LocalShape(mesh, current);
+      const int64_t k = mesh.GroupSize(axes);
+      for (int d = 0; d < current.rank(); ++d) {
+        if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
+      }
+    }
+    if (!splittable || (op.kind == CollectiveKind::kAllReduce && !reduce_dim)) {
+      out.push_back(step);
+      current = step.type;
+      continue;
+    }
+    StepBuilder chain(mesh, current);
+    if (op.kind != CollectiveKind::kAllGather) {
+      const int dim = op.kind == CollectiveKind::kReduceScatter ? static_cast<int>(op.dim)
+                                                                : *reduce_dim;
+      for (const std::string& axis : axes) chain.Apply(Collective::ReduceScatter({axis}, dim));
+    }
+    if (op.kind != CollectiveKind::kReduceScatter) {
+      const int dim = op.kind == CollectiveKind::kAllGather ? static_cast<int>(op.dim)
+                                                            : *reduce_dim;
+      for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
+        chain.Apply(Collective::AllGather({*axis}, dim));
+      }
+    }
+    RESHARD_CHECK(chain.current() == step.type)
+        << ToString(op) << " split ends at " << ToString(chain.current());
+    if (CostUs(mesh, current, chain.steps(), model) < CostUs(mesh, current, {step}, model)) {
+      for (Step& piece : chain.steps()) out.push_back(std::move(piece));
+    } else {
+      out.push_back(step);
+    }
+    current = step.type;
+  }
+  return out;
+}
+
+// `plan` (a `normal` plan on refinement.mesh()) with SplitGroups applied on the refinement's
+// atoms, when that is better under the objective; else `plan`.
+Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
+                           const SynthesisOptions& options) {
+  const Mesh& atoms = refinement.refined();
+  const DistType from = refinement.Refine(plan.source);
+  const std::vector<Step> refined = refinement.Refine(plan.steps);
+  std::vector<Step> steps = SplitGroups(atoms, from, refined, options.cost_model);
+  if (steps.size() == refined.size()) return plan;
+  Plan split = plan;
+  split.mesh = atoms;
+  split.source = from;
+  split.target = refinement.Refine(plan.target);
+  split.steps = std::move(steps);
+  split.metrics = ComputeMetrics(atoms, from, split.steps, options.cost_model);
+  if (!Better(split.metrics, plan.metrics, options.objective)) return plan;
+  Plan coarse = CoarsenPlan(refinement.mesh(), std::move(split));
+  absl::Status check = CheckPlan(coarse);
+  RESHARD_CHECK(check.ok()) << "split an ill-typed plan: " << check;
+  return coarse;
+}
+
 bool SplitsAxes(Strategy strategy) {
   return strategy == Strategy::kNormal || strategy == Strategy::kOptimal ||
          strategy == Strategy::kAuto;
@@ -972,9 +1063,23 @@ bool SplitsAxes(Strategy strategy) {
 
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options) {
+  // Under the bytes objective ties go to fewer steps, which the chains of SplitGroups never
+  // are. `optimal`'s plan is already split wherever that is cheaper, unless its search on the
+  // finer mesh gave up: then splitting keeps it no worse than `normal`'s.
+  const bool split_groups =
+      options.objective == Objective::kModeledTime &&
+      (options.strategy == Strategy::kNormal || options.strategy == Strategy::kOptimal);
+  auto finish = [&](const AxisRefinement& finest, absl::StatusOr<Plan> plan) {
+    if (!plan.ok() || !split_groups) return plan;
+    return absl::StatusOr<Plan>(SplitGroupCollectives(finest, *std::move(plan), options));
+  };
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   const bool split = options.sub_axes && SplitsAxes(options.strategy);
-  if (refs.empty() && !split) return SynthesizeWholeAxes(mesh, from, to, options);
+  if (refs.empty() && !split) {
+    absl::StatusOr<Plan> plan = SynthesizeWholeAxes(mesh, from, to, options);
+    if (!plan.ok() || !split_groups) return plan;
+    return finish(*AxisRefinement::Create(mesh, {}), *std::move(plan));  // Cannot fail.
+  }
   if (absl::Status s = Validate(mesh, from); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
   }
@@ -984,18 +1089,25 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   absl::StatusOr<AxisRefinement> coarse = AxisRefinement::Create(mesh, refs);
   if (!coarse.ok()) return coarse.status();
   absl::StatusOr<Plan> plan = SynthesizeRefined(*coarse, from, to, options);
-  if (!split) return plan;
+  if (!split) return finish(*coarse, std::move(plan));
   absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
   RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.
-  if (fine->refined().num_axes() == coarse->refined().num_axes()) return plan;
-  // `normal` is a heuristic: it splits axes only when its plan leaves bytes above the lower
-  // bound (no plan receives fewer). `optimal` always searches the finer mesh.
+  if (fine->refined().num_axes() == coarse->refined().num_axes()) {
+    return finish(*coarse, std::move(plan));
+  }
+  // `normal` is a heuristic: it synthesizes on the finer mesh only when its plan leaves bytes
+  // above the lower bound (no plan receives fewer). `optimal` always searches the finer mesh.
   if (options.strategy != Strategy::kOptimal && plan.ok() &&
       plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total) {
-    return plan;
+    return finish(*fine, std::move(plan));
   }
-  // Sub-axes can only add options; the finer search wins ties to the plan without them.
-  absl::StatusOr<Plan> finer = SynthesizeRefined(*fine, from, to, options);
+  // Sub-axes can only add options; the finer search wins ties to the plan without them. When
+  // `optimal`'s search on the finer mesh gives up, its branch-and-bound incumbent (`normal` on
+  // that mesh) still competes: the result is then the better of two plans, not a proven
+  // optimum of the finer vocabulary (docs/sub_axes.md).
+  absl::StatusOr<Plan> finer = finish(
+      *fine, SynthesizeRefined(*fine, from, to, options, /*keep_incumbent=*/plan.ok()));
+  plan = finish(*fine, std::move(plan));
   if (!plan.ok()) return finer.ok() ? finer : plan;
   if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
     finer->strategy = plan->strategy;

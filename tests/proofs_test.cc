@@ -200,8 +200,9 @@ TEST(PlanCertificate, DroppedAllReduceIsRefuted) {
   ExpectRefutedAndConfirmed(mutated);
   EXPECT_EQ(Certify(mutated).obligation.counterexample->Field("kind"), "term_count");
 
+  // One all_reduce, or its recursive-halving chain under the default model: drop it all.
   Plan reduce = Synth("x=4", "f32[8] partial{x}", "f32[8]");
-  ASSERT_EQ(reduce.steps.size(), 1u);
+  ASSERT_FALSE(reduce.steps.empty());
   reduce.steps.clear();
   ExpectRefutedAndConfirmed(reduce);
 }

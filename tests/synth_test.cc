@@ -574,6 +574,52 @@ TEST(SweepTest, RankOneAndThree) {
   Sweep(M("x=2,y=2"), {2, 2, 4}, 0);
 }
 
+// Under the modeled-time objective `normal` runs a gather, scatter or reduction over several
+// atoms as one collective per atom (recursive doubling/halving): the same bytes, fewer alpha
+// terms. Under the bytes objective (ties: fewer steps) it keeps the single collective.
+TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
+  struct Case {
+    const char *mesh, *from, *to;
+    std::vector<CollectiveKind> chain;
+  };
+  const std::vector<Case> cases = {
+      // all_gather over x=8: its pieces x:(4)2, x:(2)2, x:(1)2, minor first.
+      {"x=8", "f32[1024{x},1024]", "f32[1024,1024]",
+       {CollectiveKind::kAllGather, CollectiveKind::kAllGather, CollectiveKind::kAllGather}},
+      // reduce_scatter over x=4: major piece first.
+      {"x=4", "f32[64,64] partial{x}", "f32[64{x},64]",
+       {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter}},
+      // all_reduce over x,y: scatters onto a dimension, then the gathers back.
+      {"x=2,y=2", "f32[64,64] partial{x,y}", "f32[64,64]",
+       {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
+        CollectiveKind::kAllGather, CollectiveKind::kAllGather}},
+  };
+  for (const Case& c : cases) {
+    Mesh mesh = M(c.mesh);
+    SynthesisOptions options;  // Default: modeled time.
+    absl::StatusOr<Plan> timed = Synthesize(mesh, T(mesh, c.from), T(mesh, c.to), options);
+    options.objective = Objective::kBytes;
+    absl::StatusOr<Plan> bytes = Synthesize(mesh, T(mesh, c.from), T(mesh, c.to), options);
+    ASSERT_TRUE(timed.ok() && bytes.ok()) << c.from;
+    std::vector<CollectiveKind> kinds;
+    for (const Step& step : timed->steps) kinds.push_back(step.op.kind);
+    EXPECT_EQ(kinds, c.chain) << c.from << "\n" << Describe(*timed);
+    ASSERT_EQ(bytes->steps.size(), 1u) << Describe(*bytes);
+    EXPECT_EQ(timed->metrics.bytes_received_total, bytes->metrics.bytes_received_total);
+    EXPECT_LT(timed->metrics.cost_us, bytes->metrics.cost_us);
+    EXPECT_LE(timed->metrics.peak_local_bytes, bytes->metrics.peak_local_bytes);
+    absl::StatusOr<RunReport> report = RunPlan(*timed);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->ok) << report->message;
+    // optimal (exact search over the refinement) finds the same cost.
+    options.objective = Objective::kModeledTime;
+    options.strategy = Strategy::kOptimal;
+    absl::StatusOr<Plan> optimal = Synthesize(mesh, T(mesh, c.from), T(mesh, c.to), options);
+    ASSERT_TRUE(optimal.ok()) << optimal.status();
+    EXPECT_NEAR(optimal->metrics.cost_us, timed->metrics.cost_us, 1e-6) << c.from;
+  }
+}
+
 TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
   // Four summands per element: each of the 256 elements needs 3 merging receives, and the
   // plan that reduce_scatters receives exactly that (3/4 of 1 KiB on each of 4 devices),

@@ -21,12 +21,12 @@
 // WHOLE-NOT: mesh.mesh @mesh_2x2x2
 mesh.mesh @mesh(shape = 2x4)
 
-// 960 B received with whole axes (3 steps), 512 B here: all_to_all over a1:(2)2 (refined
-// axis 2), then a permute.
+// 960 B received with whole axes (3 steps), 512 B here: a permute, then an all_to_all over
+// a1:(2)2 (refined axis 2).
 // CHECK-LABEL: func.func @swap
 // CHECK-SAME: (%{{.*}}: tensor<4x4xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh_2x2x2 source_target_pairs = {{\[}}[2, 4], [3, 5], [4, 2], [5, 3]] : tensor<4x4xf32> -> tensor<4x4xf32>
 // CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [2] split_axis = 0 concat_axis = 1 : tensor<4x4xf32> -> tensor<2x8xf32>
-// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh_2x2x2 source_target_pairs = {{\[}}[2, 4], [3, 5], [4, 2], [5, 3]] : tensor<2x8xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: return %{{.*}} : tensor<2x8xf32>
 // WHOLE-LABEL: func.func @swap
 // WHOLE-NEXT: mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0] split_axis = 1 concat_axis = 0
@@ -84,6 +84,7 @@ func.func @slice(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // CHECK-NEXT: mesh.mesh @mesh_2x2x2_1(shape = 2x2x2)
 // CHECK-NEXT: mesh.mesh @mesh_2x2x2(shape = 8)
 // CHECK-LABEL: func.func @taken
+// CHECK-NEXT: reshard.collective_permute %{{.*}} on @mesh_2x2x2_1
 // CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2_1 mesh_axes = [2]
 mesh.mesh @mesh(shape = 2x4)
 mesh.mesh @mesh_2x2x2(shape = 8)
@@ -100,6 +101,7 @@ func.func @taken(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // CHECK-NEXT: mesh.mesh @mesh_2x2x2(shape = 2x2x2)
 // CHECK-NOT: mesh.mesh
 // CHECK-LABEL: func.func @reused
+// CHECK-NEXT: reshard.collective_permute %{{.*}} on @mesh_2x2x2
 // CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [2]
 mesh.mesh @mesh(shape = 2x4)
 mesh.mesh @mesh_2x2x2(shape = 2x2x2)
