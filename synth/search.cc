@@ -157,13 +157,14 @@ class Searcher {
   bool timed() const { return options_.cost_model != nullptr; }
   Bound Heuristic(const DistType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
-    if (!time_bound && !(options_.bytes_bound && !timed())) return Bound{};
-    Charge(mesh_.num_devices());  // One pass over the devices.
-    const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
     // In time mode bytes only break ties; the byte bound would reorder equally fast paths
     // (same optimum, another of the tied plans), so it guides bytes mode only.
+    const bool bytes_bound = !timed() && options_.bytes_bound;
+    if (!time_bound && !bytes_bound) return Bound{};
+    Charge(mesh_.num_devices());  // One pass over the devices.
+    const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
     return Bound{time_bound ? TimeBound(fastest_, bounds, to_.element_type) : 0,
-                 options_.bytes_bound && !timed() ? BytesBound(mesh_, type, to_, bounds) : 0};
+                 bytes_bound ? BytesBound(mesh_, type, to_, bounds) : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -462,8 +463,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
     const int64_t cost = nodes[id].cost;
     if (!CanBeatIncumbent(f, f_bytes)) {
-      return absl::NotFoundError(absl::StrCat(
-          "no plan from ", ToString(from_), " to ", ToString(to_), " is cheaper than the one held"));
+      return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ",
+                                              ToString(to_), " is cheaper than the one held"));
     }
     nodes[id].settled = true;
     if (nodes[id].type == to_) {

@@ -877,7 +877,8 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       steps = NaiveSteps(mesh, from, to);
       break;
     case Strategy::kOptimal: {
-      absl::StatusOr<std::vector<Step>> optimal = OptimalSteps(mesh, from, to, options, keep_incumbent);
+      absl::StatusOr<std::vector<Step>> optimal =
+          OptimalSteps(mesh, from, to, options, keep_incumbent);
       if (!optimal.ok()) return optimal.status();
       steps = *std::move(optimal);
       break;
@@ -983,8 +984,8 @@ bool Better(const Metrics& a, const Metrics& b, Objective objective) {
 // one per atom, each at its own axis's price instead of the group's slowest. This is the
 // recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
 // its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7.
-std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
-                              const CostModel& model) {
+std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
+                              const std::vector<Step>& steps, const CostModel& model) {
   std::vector<Step> out;
   DistType current = from;
   for (const Step& step : steps) {
@@ -1032,8 +1033,8 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from, const std:
   return out;
 }
 
-// `plan` (a `normal` plan on refinement.mesh()) with SplitGroups applied on the refinement's
-// atoms, when that is better under the objective; else `plan`.
+// `plan` (on refinement.mesh()) with SplitGroups applied on the refinement's atoms, when that
+// is better under the objective; else `plan`.
 Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
                            const SynthesisOptions& options) {
   const Mesh& atoms = refinement.refined();
@@ -1076,9 +1077,9 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   const bool split = options.sub_axes && SplitsAxes(options.strategy);
   if (refs.empty() && !split) {
-    absl::StatusOr<Plan> plan = SynthesizeWholeAxes(mesh, from, to, options);
-    if (!plan.ok() || !split_groups) return plan;
-    return finish(*AxisRefinement::Create(mesh, {}), *std::move(plan));  // Cannot fail.
+    if (!split_groups) return SynthesizeWholeAxes(mesh, from, to, options);
+    // The mesh as its own refinement: Create cannot fail without references.
+    return finish(*AxisRefinement::Create(mesh, {}), SynthesizeWholeAxes(mesh, from, to, options));
   }
   if (absl::Status s = Validate(mesh, from); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
