@@ -31,7 +31,7 @@ namespace {
 // The same constants as search.cc and placement.cc (work units, class cap, device walk).
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
-constexpr size_t kMaxPermuteClass = size_t{1} << 14;
+constexpr size_t kMaxPermuteClass = size_t{1} << 16;
 constexpr int64_t kWalkDevices = 4096;
 // Encoding limits: axis index + 1 fits a nibble, and a key holds 16 nibbles (one per axis
 // slot and one terminating each dimension).
@@ -369,7 +369,7 @@ class Middle {
   }
 
   MiddleCache::Impl::Class* PermuteClass(const CType& s, bool* complete);
-  void Neighbors(const CType& s, std::vector<Edge>& edges);
+  void Neighbors(const CType& s, bool after_permute, std::vector<Edge>& edges);
   absl::Status WorkExhausted() const {
     return absl::ResourceExhaustedError(absl::StrCat(
         "plan search hit its work budget of ", options_.max_work, " units (", settled_,
@@ -483,7 +483,7 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
 }
 
 // Searcher::Neighbors with only all_to_all and permutes enabled, in the same order.
-void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
+void Middle::Neighbors(const CType& s, bool after_permute, std::vector<Edge>& edges) {
   edges.clear();
   // `us`: the all_to_all's modeled time (time mode); permutes are priced later (-1).
   auto add = [&](const Op& op, const CType& next, int64_t cost, double us) {
@@ -522,7 +522,8 @@ void Middle::Neighbors(const CType& s, std::vector<Edge>& edges) {
       }
     }
   }
-  if (options_.allow_permute) {
+  // As SearchPlan: no permute right after a permute (bytes mode, uniform models).
+  if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
     bool complete = false;
     MiddleCache::Impl::Class* info = PermuteClass(s, &complete);
     std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
@@ -611,7 +612,7 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
     }
     const CType current = nodes[id].type;
     const double us = nodes[id].us;
-    Neighbors(current, edges);
+    Neighbors(current, id > 0 && nodes[id].op.permute, edges);
     if (OverBudget()) return WorkExhausted();
     for (Edge& edge : edges) {
       const int64_t new_cost = cost + edge.cost;

@@ -85,15 +85,7 @@ constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 // Largest permute class the search enumerates; beyond it the search gives up as if its work
 // budget were spent.
-constexpr size_t kMaxPermuteClass = size_t{1} << 14;
-
-// TimeLowerBoundUs from the bounds of ComputeLowerBounds and the fastest axis's cost.
-double TimeBound(const AxisCost& fastest, const internal::LowerBounds& bounds,
-                 ElementType element_type) {
-  if (bounds.max_lacking_elements == 0) return 0;
-  return fastest.alpha_us + fastest.TransferUs(static_cast<double>(
-                                bounds.max_lacking_elements * ElementBytes(element_type)));
-}
+constexpr size_t kMaxPermuteClass = size_t{1} << 16;
 
 // BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
 // pending (the source's partial axes of size > 1 that the target lacks), each of the N
@@ -113,6 +105,21 @@ int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
   const __int128 total = extra + bounds.bytes_total;
   return total > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
                                                      : static_cast<int64_t>(total);
+}
+
+// TimeLowerBoundUs from the bounds of ComputeLowerBounds, BytesBound's total and the fastest
+// axis's cost. Every step takes at least its largest per-device receive over the fastest
+// bandwidth, and the steps' largest receives add up to at least the largest per-device total,
+// which is at least the lacking elements of the worst device and at least the average total,
+// BytesBound / devices (which exceeds the former only while a reduction is pending).
+double TimeBound(const Mesh& mesh, const AxisCost& fastest, const internal::LowerBounds& bounds,
+                 int64_t bytes_bound, ElementType element_type) {
+  if (bounds.max_lacking_elements == 0) return 0;
+  const double worst =
+      static_cast<double>(bounds.max_lacking_elements * ElementBytes(element_type));
+  const double average =
+      static_cast<double>(bytes_bound) / static_cast<double>(mesh.num_devices());
+  return fastest.alpha_us + fastest.TransferUs(std::max(worst, average));
 }
 
 class Searcher {
@@ -163,8 +170,9 @@ class Searcher {
     if (!time_bound && !bytes_bound) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
-    return Bound{time_bound ? TimeBound(fastest_, bounds, to_.element_type) : 0,
-                 bytes_bound ? BytesBound(mesh_, type, to_, bounds) : 0};
+    const int64_t total = BytesBound(mesh_, type, to_, bounds);
+    return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total, to_.element_type) : 0,
+                 bytes_bound ? total : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -206,7 +214,7 @@ class Searcher {
     return key;
   }
 
-  std::vector<Edge> Neighbors(const DistType& s);
+  std::vector<Edge> Neighbors(const DistType& s, bool after_permute);
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
   // the work budget ran out while enumerating it.
   struct PermuteClassInfo {
@@ -311,7 +319,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   return classes_.emplace(key, std::move(info)).first->second;
 }
 
-std::vector<Edge> Searcher::Neighbors(const DistType& s) {
+std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr) {
@@ -397,7 +405,11 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s) {
       }
     }
   }
-  if (options_.allow_permute) {
+  // Two permutes in a row are never needed: one permute from the first's input moves at most
+  // the devices either moves (a device both keep stays), so it receives no more bytes, and
+  // under a uniform model it costs one alpha + B/bw instead of two. (Under a non-uniform model
+  // the pairs' links matter, so there the rule is not applied.)
+  if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
     const PermuteClassInfo& info = PermuteClass(s);
     // Counts from s to each member, remembered across the searches sharing the cache (the
     // same states recur in the middle searches of different candidates). The work charged
@@ -489,7 +501,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
     DistType current = nodes[id].type;
     const double us = nodes[id].us;
-    std::vector<Edge> edges = Neighbors(current);
+    std::vector<Edge> edges =
+        Neighbors(current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0);
     if (OverBudget()) return WorkExhausted();
     for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
@@ -621,7 +634,8 @@ int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& 
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
-  return TimeBound(model.Fastest(mesh), internal::ComputeLowerBounds(mesh, from, to),
+  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, from, to, bounds),
                    to.element_type);
 }
 

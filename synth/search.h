@@ -22,7 +22,10 @@
 //   reduce_scatter  every ordered tuple of those partial axes, onto every dimension;
 //   permute         every other valid type with s's partial axes and local shape (the
 //                   complete set of types a single collective_permute can reach), with the
-//                   minimal pairs of MinimalPermute.
+//                   minimal pairs of MinimalPermute; not from a type whose best path ends
+//                   with a permute, in bytes mode or under a uniform model (one permute
+//                   moves at most the devices two consecutive ones move, and costs one
+//                   alpha: two in a row are never needed).
 // Size-1 axes are only placed (sliced, or put into a permute's result) when `from` or `to`
 // uses them: they never change a device's block, so elsewhere they only multiply states.
 // Edge cost is the total bytes received over all devices (DESIGN §2 table); ties go to fewer
@@ -106,7 +109,7 @@ struct SearchOptions {
   };
   std::optional<Incumbent> incumbent;
   // The search gives up (ResourceExhausted) once its work exceeds this, or when a permute
-  // class (the types one permute reaches) has more than 16384 members. Units are calibrated
+  // class (the types one permute reaches) has more than 65536 members. Units are calibrated
   // to about a nanosecond: a device visited by a per-device computation (the heuristic and
   // exact permute pricing visit every device) is 1, a type built (an edge, a permute class
   // member) 256, a step of counting a permute's moved devices 16. Together with max_states
@@ -156,10 +159,11 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
 
 // A lower bound on the modeled time of any plan from `from` to `to` (non-negative; 0 when
 // from == to): every device must receive the target elements it lacks (all of its target
-// block when a reduction of a partial axis of size > 1 is pending), each step charges at
-// least its largest per-device receive over the fastest bandwidth, and a plan that receives
-// anything pays at least the smallest alpha once. Admissible and consistent, so A* with it
-// finds the optimum.
+// block when a reduction of a partial axis of size > 1 is pending), and some device at least
+// the average of BytesLowerBound over the devices (larger while a reduction over >= 3
+// summands is pending); each step charges at least its largest per-device receive over the
+// fastest bandwidth, and a plan that receives anything pays at least the smallest alpha once.
+// Admissible and consistent, so A* with it finds the optimum.
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to);
 

@@ -635,6 +635,15 @@ TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
   absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->metrics.bytes_received_total, 3072);
+  // The time bound uses the per-device average of that total (768 B) where it exceeds the
+  // worst device's lacking elements (256 B), and stays below the optimum.
+  CostModel model;
+  const AxisCost x = model.Axis("x");
+  EXPECT_DOUBLE_EQ(TimeLowerBoundUs(mesh, model, from, to), x.alpha_us + x.TransferUs(768));
+  options.objective = Objective::kModeledTime;
+  absl::StatusOr<Plan> timed = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_LE(TimeLowerBoundUs(mesh, model, from, to), timed->metrics.cost_us);
   // Two summands: the bound is LowerBoundBytesTotal's (one merge per element is the one
   // incoming value it already counts); nothing pending: the same bound.
   Mesh two = M("x=2,y=2");
