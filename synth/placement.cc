@@ -229,21 +229,30 @@ static LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh,
   return LowerBounds{Saturate(total * element_bytes), worst};
 }
 
-LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
-  RESHARD_CHECK(from.rank() == to.rank()) << "types of different rank";
-  const int64_t n = mesh.num_devices();
-  const int64_t element_bytes = ElementBytes(to.element_type);
-  const int64_t target_elements = LocalElements(mesh, to);
+LowerBoundsTo::LowerBoundsTo(const Mesh& mesh, const DistType& to)
+    : mesh_(mesh),
+      to_(to),
+      to_roles_(BlockRoles(mesh, to)),
+      to_local_(LocalShape(mesh, to)),
+      target_elements_(LocalElements(mesh, to)) {}
+
+LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
+  RESHARD_CHECK(from.rank() == to_.rank()) << "types of different rank";
+  const int64_t element_bytes = ElementBytes(to_.element_type);
   for (const std::string& axis : from.partial) {
     // A size-1 partial axis sums a single summand: devices already hold the value.
-    if (AxisUse(to, axis) != kPartial && mesh.AxisSize(axis) > 1) {
-      return LowerBounds{Saturate(__int128{n} * target_elements * element_bytes),
-                         target_elements};
+    if (AxisUse(to_, axis) != kPartial && mesh_.AxisSize(axis) > 1) {
+      return LowerBounds{
+          Saturate(__int128{mesh_.num_devices()} * target_elements_ * element_bytes),
+          target_elements_};
     }
   }
-  return ComputeLowerBoundsFromRoles(mesh, BlockRoles(mesh, from), LocalShape(mesh, from),
-                                     BlockRoles(mesh, to), LocalShape(mesh, to),
-                                     target_elements, element_bytes);
+  return ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), LocalShape(mesh_, from),
+                                     to_roles_, to_local_, target_elements_, element_bytes);
+}
+
+LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
+  return LowerBoundsTo(mesh, to)(from);
 }
 
 bool IsUniform(const Mesh& mesh, const CostModel& model) {

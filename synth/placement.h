@@ -66,6 +66,22 @@ struct LowerBounds {
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
 
+// ComputeLowerBounds(mesh, from, to) for many `from` and one `to`, whose block roles and local
+// shape are built once (a search bounds every type it generates against the same target).
+// `mesh` and `to` must outlive it.
+class LowerBoundsTo {
+ public:
+  LowerBoundsTo(const Mesh& mesh, const DistType& to);
+  LowerBounds operator()(const DistType& from) const;
+
+ private:
+  const Mesh& mesh_;
+  const DistType& to_;
+  std::vector<AxisRole> to_roles_;
+  std::vector<int64_t> to_local_;
+  int64_t target_elements_;
+};
+
 // True when every mesh axis has the same cost: then a permute costs alpha + B/bw whatever
 // pairs it uses, and its price needs no pairs.
 bool IsUniform(const Mesh& mesh, const CostModel& model);

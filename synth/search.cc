@@ -169,7 +169,7 @@ class Searcher {
     const bool bytes_bound = !timed() && options_.bytes_bound;
     if (!time_bound && !bytes_bound) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
-    const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh_, type, to_);
+    const internal::LowerBounds bounds = bounds_to_(type);
     const int64_t total = BytesBound(mesh_, type, to_, bounds);
     return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total, to_.element_type) : 0,
                  bytes_bound ? total : 0};
@@ -231,6 +231,7 @@ class Searcher {
   const Mesh& mesh_;
   DistType from_;
   DistType to_;
+  internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
