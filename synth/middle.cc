@@ -28,10 +28,9 @@
 namespace reshard::internal {
 namespace {
 
-// The same constants as search.cc and placement.cc (work units, class cap, device walk).
+// The same constants as search.cc and placement.cc (work units, device walk).
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
-constexpr size_t kMaxPermuteClass = size_t{1} << 16;
 constexpr int64_t kWalkDevices = 4096;
 // Encoding limits: axis index + 1 fits a nibble, and a key holds 16 nibbles (one per axis
 // slot and one terminating each dimension).
@@ -420,6 +419,7 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
   std::copy(local.begin(), local.end(), shared_key.begin() + 2);
   auto shared = cache_.classes.find(shared_key);
   if (shared != cache_.classes.end() &&
+      shared->second->members.size() <= MaxPermuteClassSize(timed()) &&
       work_ + static_cast<int64_t>(shared->second->members.size()) * kTypeWork <=
           options_.max_work) {
     work_ += static_cast<int64_t>(shared->second->members.size()) * kTypeWork;
@@ -442,7 +442,7 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
     if (dim == rank_) {
       Charge(kTypeWork);
       members.push_back(t);
-      if (members.size() > kMaxPermuteClass) work_ = options_.max_work + 1;
+      if (members.size() > MaxPermuteClassSize(timed())) work_ = options_.max_work + 1;
       return;
     }
     if (remaining == 1) {

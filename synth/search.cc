@@ -83,9 +83,6 @@ struct Edge {
 // one step of MovedDevices' count (a hash-map update) this many.
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
-// Largest permute class the search enumerates; beyond it the search gives up as if its work
-// budget were spent.
-constexpr size_t kMaxPermuteClass = size_t{1} << 16;
 
 // BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
 // pending (the source's partial axes of size > 1 that the target lacks), each of the N
@@ -260,6 +257,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
     // Charged exactly as the enumeration below would be (kTypeWork per member); when that
     // would exceed the budget, enumerate after all so the budget cuts it at the same point.
     if (shared != options_.class_cache->classes.end() &&
+        shared->second->size() <= MaxPermuteClassSize(timed()) &&
         work_ + static_cast<int64_t>(shared->second->size()) * kTypeWork <= options_.max_work) {
       work_ += static_cast<int64_t>(shared->second->size()) * kTypeWork;
       PermuteClassInfo info;
@@ -285,7 +283,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
       members.push_back(t);
       // Memory as much as time: with many equal-size axes a class has factorially many
       // members, each a full type.
-      if (members.size() > kMaxPermuteClass) work_ = options_.max_work + 1;
+      if (members.size() > MaxPermuteClassSize(timed())) work_ = options_.max_work + 1;
       return;
     }
     if (remaining == 1) {

@@ -42,6 +42,7 @@
 #define RESHARD_SYNTH_SEARCH_H_
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -109,12 +110,12 @@ struct SearchOptions {
   };
   std::optional<Incumbent> incumbent;
   // The search gives up (ResourceExhausted) once its work exceeds this, or when a permute
-  // class (the types one permute reaches) has more than 65536 members. Units are calibrated
-  // to about a nanosecond: a device visited by a per-device computation (the heuristic and
-  // exact permute pricing visit every device) is 1, a type built (an edge, a permute class
-  // member) 256, a step of counting a permute's moved devices 16. Together with max_states
-  // this bounds the search's time and memory on any mesh up to kMaxDevices devices and on
-  // any number of axes.
+  // class (the types one permute reaches) has more than MaxPermuteClassSize (below) members.
+  // Units are calibrated to about a nanosecond: a device visited by a per-device computation
+  // (the heuristic and exact permute pricing visit every device) is 1, a type built (an edge,
+  // a permute class member) 256, a step of counting a permute's moved devices 16. Together
+  // with max_states this bounds the search's time and memory on any mesh up to kMaxDevices
+  // devices and on any number of axes.
   int64_t max_work = int64_t{1} << 30;
   // Whether permute steps of the result carry their pairs (MinimalPermute under cost_model).
   // Callers that re-pair permutes anyway (Synthesize does) turn it off: building pairs visits
@@ -178,6 +179,15 @@ int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& 
 
 // The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// The largest permute class (types one permute reaches) a search enumerates; beyond it the
+// search gives up as if its work budget were spent (which also bounds its memory). Bytes mode
+// admits the 8! orders of 8 size-2 atoms: its byte bound prunes most members of such a class.
+// In time mode that bound is too weak, and expanding states of classes that large only burns
+// the budget (seconds on 256 devices), so it stops earlier.
+inline size_t MaxPermuteClassSize(bool time_mode) {
+  return time_mode ? size_t{1} << 14 : size_t{1} << 16;
+}
 
 // Work units (SearchOptions::max_work) charged for pricing one permute edge exactly under a
 // non-uniform cost model: MinimalPermute's greedy pairing compares up to 64 holders per device
