@@ -311,7 +311,15 @@ class Middle {
     if (inserted) it->second = MaxLacking(type);
     const int64_t worst = it->second;
     if (worst == 0) return 0;
-    return fastest_.alpha_us +
+    // LatencyRounds with no pending summands (a middle keeps the partial axes).
+    int64_t from_local[kMaxRank], to_local[kMaxRank];
+    for (int i = 0; i < rank_; ++i) {
+      from_local[i] = LocalDim(type, i);
+      to_local[i] = LocalDim(to_, i);
+    }
+    const int rounds = LatencyRounds(absl::MakeConstSpan(from_local, rank_),
+                                     absl::MakeConstSpan(to_local, rank_), 1);
+    return fastest_.alpha_us * std::max(1, rounds) +
            fastest_.TransferUs(static_cast<double>(worst * element_bytes_));
   }
 

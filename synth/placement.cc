@@ -4,6 +4,7 @@
 #include "synth/placement.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -253,6 +254,18 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
 
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
   return LowerBoundsTo(mesh, to)(from);
+}
+
+int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                  int64_t pending) {
+  RESHARD_CHECK(from_local.size() == to_local.size()) << "types of different rank";
+  // M never exceeds the device count (distinct (block, summand) pieces), but saturate anyway.
+  uint64_t pieces = static_cast<uint64_t>(std::max<int64_t>(pending, 1));
+  for (size_t i = 0; i < to_local.size(); ++i) {
+    const uint64_t met = static_cast<uint64_t>((to_local[i] + from_local[i] - 1) / from_local[i]);
+    pieces = pieces > (uint64_t{1} << 62) / met ? (uint64_t{1} << 62) : pieces * met;
+  }
+  return static_cast<int>(std::bit_width(pieces - 1));
 }
 
 bool IsUniform(const Mesh& mesh, const CostModel& model) {

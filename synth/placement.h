@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "typesys/cost_model.h"
+#include "absl/types/span.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 
@@ -65,6 +66,19 @@ struct LowerBounds {
   int64_t max_lacking_elements = 0;   // Max over devices of target elements not yet held.
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// A lower bound on the number of latency terms (each at least the smallest alpha) of any plan
+// from a type with local shape `from_local` to one with `to_local`, with `pending` summands
+// still to be reduced: ceil(log2 M), M = pending * prod_i ceil(to_local[i] / from_local[i]).
+// Why: a device's target block meets at least prod_i ceil(...) blocks of the current type, and
+// needs every pending summand of each, so its final buffer derives from M (block, summand)
+// pieces, i.e. from at least M devices' current buffers. A collective over a group of k
+// devices lets a buffer derive from at most k times as many devices as before and costs
+// (k - 1) alphas >= ceil(log2 k) alphas; permutes and slices add none. M shrinks by at most the
+// factor k per such step (a gather or all_to_all widens a dimension's blocks k-fold, a
+// reduction divides the pending summands by k), so the bound is consistent, as A* needs.
+int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                  int64_t pending);
 
 // ComputeLowerBounds(mesh, from, to) for many `from` and one `to`, whose block roles and local
 // shape are built once (a search bounds every type it generates against the same target).

@@ -90,12 +90,19 @@ constexpr int64_t kCountStepWork = 16;
 // more for every further target holder (only the device completing the last merge can end
 // with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
 // + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
-int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
-                   const internal::LowerBounds& bounds) {
+// The number of summands a reduction from `from` to `to` still has to add up: the product of
+// the sizes of `from`'s partial axes that `to` does not keep.
+int64_t PendingSummands(const Mesh& mesh, const DistType& from, const DistType& to) {
   int64_t pending = 1;
   for (const std::string& axis : from.partial) {
     if (AxisUse(to, axis) != kPartial) pending *= mesh.AxisSize(axis);
   }
+  return pending;
+}
+
+int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
+                   const internal::LowerBounds& bounds) {
+  const int64_t pending = PendingSummands(mesh, from, to);
   if (pending <= 2) return bounds.bytes_total;
   const __int128 extra = static_cast<__int128>(pending - 2) * GlobalElements(to) *
                          NumSummands(mesh, to) * ElementBytes(to.element_type);
@@ -104,19 +111,28 @@ int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
                                                      : static_cast<int64_t>(total);
 }
 
-// TimeLowerBoundUs from the bounds of ComputeLowerBounds, BytesBound's total and the fastest
-// axis's cost. Every step takes at least its largest per-device receive over the fastest
+// TimeLowerBoundUs from the bounds of ComputeLowerBounds, BytesBound's total,
+// internal::LatencyRounds and the fastest axis's cost. A step's modeled time is a latency part
+// ((k - 1) alphas) plus a transfer part, and each part has its own bound over the rest of the
+// plan. Latency: at least `rounds` alphas (LatencyRounds), and one when anything is lacking.
+// Transfer: every step takes at least its largest per-device receive over the fastest
 // bandwidth, and the steps' largest receives add up to at least the largest per-device total,
 // which is at least the lacking elements of the worst device and at least the average total,
 // BytesBound / devices (which exceeds the former only while a reduction is pending).
 double TimeBound(const Mesh& mesh, const AxisCost& fastest, const internal::LowerBounds& bounds,
-                 int64_t bytes_bound, ElementType element_type) {
+                 int64_t bytes_bound, int rounds, ElementType element_type) {
   if (bounds.max_lacking_elements == 0) return 0;
   const double worst =
       static_cast<double>(bounds.max_lacking_elements * ElementBytes(element_type));
   const double average =
       static_cast<double>(bytes_bound) / static_cast<double>(mesh.num_devices());
-  return fastest.alpha_us + fastest.TransferUs(std::max(worst, average));
+  return fastest.alpha_us * std::max(1, rounds) + fastest.TransferUs(std::max(worst, average));
+}
+
+int Rounds(const Mesh& mesh, const DistType& from, const DistType& to,
+           const std::vector<int64_t>& to_local) {
+  return internal::LatencyRounds(LocalShape(mesh, from), to_local,
+                                 PendingSummands(mesh, from, to));
 }
 
 class Searcher {
@@ -168,7 +184,9 @@ class Searcher {
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = bounds_to_(type);
     const int64_t total = BytesBound(mesh_, type, to_, bounds);
-    return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total, to_.element_type) : 0,
+    return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total,
+                                        Rounds(mesh_, type, to_, to_local_), to_.element_type)
+                            : 0,
                  bytes_bound ? total : 0};
   }
   // Adds to the work done; false once the budget is spent.
@@ -229,6 +247,7 @@ class Searcher {
   DistType from_;
   DistType to_;
   internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
+  std::vector<int64_t> to_local_ = LocalShape(mesh_, to_);
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
@@ -635,7 +654,7 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
                         const DistType& to) {
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
   return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, from, to, bounds),
-                   to.element_type);
+                   Rounds(mesh, from, to, LocalShape(mesh, to)), to.element_type);
 }
 
 }  // namespace reshard

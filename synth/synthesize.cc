@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "synth/baselines.h"
 #include "synth/middle.h"
 #include "synth/placement.h"
@@ -510,7 +511,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
                                                 const internal::LowerBounds& bounds,
                                                 internal::MiddleCache& classes,
                                                 std::vector<Candidate>& candidates,
-                                                const std::vector<Step>* known,
+                                                absl::Span<const std::vector<Step>> known,
                                                 int64_t& result_bytes, double& result_us) {
   result_bytes = 0;
   result_us = 0;
@@ -530,10 +531,11 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
       best_us = us;
     }
   };
-  // A plan found otherwise (the Shardy-style pass) competes, and bounds the middle searches.
-  if (known != nullptr) {
-    consider(*known, TotalBytes(mesh, from, *known),
-             model == nullptr ? 0.0 : CostUs(mesh, from, *known, *model));
+  // Plans found otherwise (the Shardy-style pass, an incumbent) compete, and bound the middle
+  // searches.
+  for (const std::vector<Step>& plan : known) {
+    consider(plan, TotalBytes(mesh, from, plan),
+             model == nullptr ? 0.0 : CostUs(mesh, from, plan, *model));
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
@@ -697,9 +699,13 @@ std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistTyp
 // modeled time among the candidates (ties: fewer bytes), which may trade bytes for fewer
 // latency terms, e.g. a permute and a small all_to_all instead of one all_to_all over 256
 // devices.
+// `incumbent`: a plan within the memory bound to beat (e.g. the whole-axis plan when `mesh` is
+// a refinement); it competes like the candidates and bounds their middle searches from the
+// start, so the result is never worse than it under the objective.
 absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
                                               const DistType& to,
-                                              const CostModel* model = nullptr) {
+                                              const CostModel* model = nullptr,
+                                              const std::vector<Step>* incumbent = nullptr) {
   if (from == to) return std::vector<Step>{};
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
@@ -709,11 +715,22 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
   std::vector<Candidate> candidates = Candidates(mesh, from, to);
-  const std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to);
-  const std::vector<Step>* known = shardy ? &*shardy : nullptr;
+  std::vector<std::vector<Step>> known;
+  if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
+    known.push_back(*std::move(shardy));
+  }
+  if (incumbent != nullptr) known.push_back(*incumbent);
   // Each pass also reports its plan's TotalBytes and (time pass) rounded CostUs.
   int64_t bytes_total = 0, timed_total = 0;
   double bytes_us = 0, timed_us = 0;
+  // With an incumbent under the time objective, only the time pass: its plan is what the
+  // objective ranks, and the incumbent already stands for a plan of known bytes. (The bytes
+  // pass would be plain Dijkstra up to the incumbent's bytes: on a refinement into 6 atoms of
+  // size 2 it spends its whole work budget proving that nothing receives less.)
+  if (model != nullptr && incumbent != nullptr) {
+    return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known, timed_total,
+                         timed_us);
+  }
   absl::StatusOr<std::vector<Step>> bytes = NormalValleys(
       mesh, from, to, nullptr, bounds, classes, candidates, known, bytes_total, bytes_us);
   if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
@@ -770,11 +787,13 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
 
 // `keep_incumbent`: when the search gives up (ResourceExhausted), return normal's plan
 // instead of the error. Only for a refinement tried on top of one whose search finished (the
-// caller keeps the better plan), never as the answer on its own.
+// caller keeps the better plan), never as the answer on its own. `incumbent`: as for
+// NormalSteps; normal's plan, the search's bound, is then no worse than it.
 absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
                                                const DistType& to,
                                                const SynthesisOptions& options,
-                                               bool keep_incumbent) {
+                                               bool keep_incumbent,
+                                               const std::vector<Step>* incumbent) {
   if (from == to) return std::vector<Step>{};
   SearchOptions search;
   search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
@@ -785,7 +804,8 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
   search.cost_model = TimeModel(options);
   // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
   std::optional<std::vector<Step>> normal;
-  if (absl::StatusOr<std::vector<Step>> n = NormalSteps(mesh, from, to, TimeModel(options));
+  if (absl::StatusOr<std::vector<Step>> n =
+          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
       n.ok()) {
     normal = *std::move(n);
     PairPermutes(mesh, from, options.cost_model, *normal);
@@ -859,16 +879,19 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
 namespace {
 
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
-// `keep_incumbent`: see OptimalSteps.
+// `keep_incumbent`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
+// `mesh`) is used by normal and optimal only.
 absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
                                          const DistType& to, const SynthesisOptions& options,
-                                         bool keep_incumbent = false) {
+                                         bool keep_incumbent = false,
+                                         const std::vector<Step>* incumbent = nullptr) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
   switch (options.strategy) {
     case Strategy::kNormal: {
-      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to, TimeModel(options));
+      absl::StatusOr<std::vector<Step>> normal =
+          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
       if (!normal.ok()) return normal.status();
       steps = *std::move(normal);
       break;
@@ -878,7 +901,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       break;
     case Strategy::kOptimal: {
       absl::StatusOr<std::vector<Step>> optimal =
-          OptimalSteps(mesh, from, to, options, keep_incumbent);
+          OptimalSteps(mesh, from, to, options, keep_incumbent, incumbent);
       if (!optimal.ok()) return optimal.status();
       steps = *std::move(optimal);
       break;
@@ -953,11 +976,20 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
 }
 
 // Synthesizes on `refinement` and brings the plan back to the user's mesh in canonical form.
+// `incumbent`: a plan on refinement.mesh() whose refinement normal and optimal must beat.
 absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
                                        const DistType& to, const SynthesisOptions& options,
-                                       bool keep_incumbent = false) {
-  absl::StatusOr<Plan> plan = SynthesizeWholeAxes(refinement.refined(), refinement.Refine(from),
-                                                  refinement.Refine(to), options, keep_incumbent);
+                                       bool keep_incumbent = false,
+                                       const Plan* incumbent = nullptr) {
+  const DistType refined_to = refinement.Refine(to);
+  std::optional<std::vector<Step>> refined_incumbent;
+  if (incumbent != nullptr && IsMemoryBounded(options.strategy) && !incumbent->steps.empty()) {
+    refined_incumbent = refinement.Refine(incumbent->steps);
+    refined_incumbent->back().type = refined_to;  // Partial axes as the search lists them.
+  }
+  absl::StatusOr<Plan> plan = SynthesizeWholeAxes(
+      refinement.refined(), refinement.Refine(from), refined_to, options, keep_incumbent,
+      refined_incumbent ? &*refined_incumbent : nullptr);
   if (!plan.ok()) return plan.status();
   // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
   Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
@@ -1106,8 +1138,11 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   // `optimal`'s search on the finer mesh gives up, its branch-and-bound incumbent (`normal` on
   // that mesh) still competes: the result is then the better of two plans, not a proven
   // optimum of the finer vocabulary (docs/sub_axes.md).
-  absl::StatusOr<Plan> finer = finish(
-      *fine, SynthesizeRefined(*fine, from, to, options, /*keep_incumbent=*/plan.ok()));
+  // The plan in hand bounds the finer synthesis (branch and bound): it only has to find
+  // something strictly better, which prunes most of its middle and optimal searches.
+  absl::StatusOr<Plan> finer =
+      finish(*fine, SynthesizeRefined(*fine, from, to, options, /*keep_incumbent=*/plan.ok(),
+                                      plan.ok() ? &*plan : nullptr));
   plan = finish(*fine, std::move(plan));
   if (!plan.ok()) return finer.ok() ? finer : plan;
   if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {

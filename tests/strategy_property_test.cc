@@ -147,6 +147,42 @@ RESHARD_PROP(SearchProperty, BytesLowerBoundHoldsOnEveryPlanSuffix, 1000) {
   }
 }
 
+// The heuristic of `optimal`'s time-mode A* (TimeLowerBoundUs, with its latency rounds) is
+// consistent along every step of every strategy's plan, under the default model and a random
+// heterogeneous one: bound(s) <= modeled time of the step + bound(s'), hence also below what
+// the rest of the plan costs. (Times are rounded to whole nanoseconds: 1 ns slack per step.)
+RESHARD_PROP(SearchProperty, TimeLowerBoundConsistentOnEveryPlanStep, 1000) {
+  const ReshardCase c = *GenReshardCase();
+  const bool random_model = *rc::gen::arbitrary<bool>();
+  const CostModel model = random_model ? RandomModel(c.mesh) : CostModel{};
+  RC_TAG(random_model ? "random_model" : "default_model");
+  for (Strategy strategy : AllStrategies()) {
+    SynthesisOptions options;
+    options.strategy = strategy;
+    options.cost_model = model;
+    absl::StatusOr<Plan> synthesized = Synthesize(c.mesh, c.from, c.to, options);
+    if (!synthesized.ok()) continue;
+    absl::StatusOr<Plan> plan = RefinePlan(*synthesized);
+    RC_ASSERT(plan.ok());
+    DistType type = plan->source;
+    double rest_us = synthesized->metrics.cost_us;
+    const double slack = 1e-3 * static_cast<double>(plan->steps.size() + 1);
+    for (const Step& step : plan->steps) {
+      const double step_us = ComputeMetrics(plan->mesh, type, {step}, model).cost_us;
+      const double here = TimeLowerBoundUs(plan->mesh, model, type, plan->target);
+      const double next = TimeLowerBoundUs(plan->mesh, model, step.type, plan->target);
+      if (here > step_us + next + 1e-3 || here > rest_us + slack) {
+        RC_FAIL(plan->strategy + ": at " + ToString(type) + " the bound is " +
+                std::to_string(here) + " us; the step " + ToString(step.op) + " costs " +
+                std::to_string(step_us) + " us, the bound after it is " + std::to_string(next) +
+                " us, the rest of the plan " + std::to_string(rest_us) + " us");
+      }
+      rest_us -= step_us;
+      type = step.type;
+    }
+  }
+}
+
 // A* with the bytes bound finds plans exactly as cheap as plain Dijkstra (bytes mode).
 RESHARD_PROP(SearchProperty, BytesBoundKeepsTheOptimum, 1000) {
   const ReshardCase c = *GenReshardCase();
