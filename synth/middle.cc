@@ -106,16 +106,19 @@ class Middle {
     to_key_ = to_.Key();
     bytes_ = LocalBytes(mesh, from);
     element_bytes_ = ElementBytes(from.element_type);
+    bool size_one = false;
     for (int a = 0; a < num_axes_; ++a) {
       const std::string& name = mesh.axes()[a].name;
       if (size_[a] > 1 || AxisUse(from, name) != kUnused || AxisUse(to, name) != kUnused) {
         relevant_.push_back(a);
         relevant_mask_ |= 1u << a;
+        size_one |= size_[a] == 1;
       }
     }
     if (options_.cost_model != nullptr) {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
+      once_per_class_ = uniform_ && !size_one;
       for (int a = 0; a < num_axes_; ++a) axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
       target_elements_ = LocalElements(mesh, to);
     }
@@ -376,7 +379,8 @@ class Middle {
   }
 
   MiddleCache::Impl::Class* PermuteClass(const CType& s, bool* complete);
-  void Neighbors(const CType& s, bool after_permute, std::vector<Edge>& edges);
+  // `path_us`: the modeled time of the best path to `s` (time mode).
+  void Neighbors(const CType& s, bool after_permute, double path_us, std::vector<Edge>& edges);
   absl::Status WorkExhausted() const {
     return absl::ResourceExhaustedError(absl::StrCat(
         "plan search hit its work budget of ", options_.max_work, " units (", settled_,
@@ -403,6 +407,9 @@ class Middle {
   int64_t element_bytes_ = 0;
   AxisCost fastest_;
   bool uniform_ = true;
+  // As Searcher's: permute edges relaxed per class only from its members of least time.
+  bool once_per_class_ = false;
+  absl::flat_hash_map<std::array<int64_t, kMaxRank>, double> permuted_at_;
   AxisCost axis_cost_[kMaxAxes];
   int64_t target_elements_ = 0;
   // Searcher::classes_: this search's classes by local shape (partial axes are fixed).
@@ -491,7 +498,8 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
 }
 
 // Searcher::Neighbors with only all_to_all and permutes enabled, in the same order.
-void Middle::Neighbors(const CType& s, bool after_permute, std::vector<Edge>& edges) {
+void Middle::Neighbors(const CType& s, bool after_permute, double path_us,
+                       std::vector<Edge>& edges) {
   edges.clear();
   // `us`: the all_to_all's modeled time (time mode); permutes are priced later (-1).
   auto add = [&](const Op& op, const CType& next, int64_t cost, double us) {
@@ -532,6 +540,13 @@ void Middle::Neighbors(const CType& s, bool after_permute, std::vector<Edge>& ed
   }
   // As SearchPlan: no permute right after a permute (bytes mode, uniform models).
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    if (once_per_class_) {
+      std::array<int64_t, kMaxRank> class_key = {};
+      for (int i = 0; i < rank_; ++i) class_key[i] = local[i];
+      auto [at, first] = permuted_at_.try_emplace(class_key, path_us);
+      if (!first && path_us > at->second) return;
+      at->second = std::min(at->second, path_us);
+    }
     bool complete = false;
     MiddleCache::Impl::Class* info = PermuteClass(s, &complete);
     std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
@@ -620,7 +635,7 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
     }
     const CType current = nodes[id].type;
     const double us = nodes[id].us;
-    Neighbors(current, id > 0 && nodes[id].op.permute, edges);
+    Neighbors(current, id > 0 && nodes[id].op.permute, us, edges);
     if (OverBudget()) return WorkExhausted();
     for (Edge& edge : edges) {
       const int64_t new_cost = cost + edge.cost;

@@ -143,12 +143,15 @@ class Searcher {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = internal::IsUniform(mesh, *options_.cost_model);
     }
+    bool size_one = false;
     for (const MeshAxis& axis : mesh.axes()) {
       if (axis.size > 1 || AxisUse(from_, axis.name) != kUnused ||
           AxisUse(to_, axis.name) != kUnused) {
         relevant_axes_.push_back(axis.name);
+        size_one |= axis.size == 1;
       }
     }
+    once_per_class_ = timed() && uniform_ && !size_one;
   }
 
   absl::StatusOr<std::vector<Step>> Run();
@@ -229,7 +232,10 @@ class Searcher {
     return key;
   }
 
-  std::vector<Edge> Neighbors(const DistType& s, bool after_permute);
+  // `path_us`: the modeled time of the best path to `s` (time mode).
+  std::vector<Edge> Neighbors(const DistType& s, bool after_permute, double path_us);
+  // What identifies the permute class of `s` (the types one permute reaches).
+  std::string ClassKey(const DistType& s) const;
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
   // the work budget ran out while enumerating it.
   struct PermuteClassInfo {
@@ -257,11 +263,25 @@ class Searcher {
   int64_t work_ = 0;
   AxisCost fastest_;
   bool uniform_ = true;
+  // Time mode, uniform model, no size-1 axis in play: a permute costs alpha + B/bw to every
+  // other member of the class (two distinct members differ in the block of some device unless
+  // they differ only in size-1 axes), so the class's permute edges need to be relaxed only
+  // from the settled members of least modeled time: from a member settled later at a strictly
+  // larger time they reach every member strictly later than an earlier relaxation did.
+  // Ties are still relaxed (their bytes may differ). `permuted_at_`: per class, the least
+  // time at which its edges were relaxed.
+  bool once_per_class_ = false;
+  absl::flat_hash_map<std::string, double> permuted_at_;
 };
+
+std::string Searcher::ClassKey(const DistType& s) const {
+  return absl::StrCat(absl::StrJoin(s.partial, ","), "|",
+                      absl::StrJoin(LocalShape(mesh_, s), ","));
+}
 
 const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   std::vector<int64_t> local = LocalShape(mesh_, s);
-  std::string key = absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
+  std::string key = ClassKey(s);
   auto it = classes_.find(key);
   if (it != classes_.end()) return it->second;
   // The shared cache also depends on the axes this search may place (relevant_axes_) and,
@@ -337,7 +357,8 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   return classes_.emplace(key, std::move(info)).first->second;
 }
 
-std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute) {
+std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
+                                        double path_us) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr) {
@@ -428,6 +449,11 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute) {
   // under a uniform model it costs one alpha + B/bw instead of two. (Under a non-uniform model
   // the pairs' links matter, so there the rule is not applied.)
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    if (once_per_class_) {
+      auto [at, first] = permuted_at_.try_emplace(ClassKey(s), path_us);
+      if (!first && path_us > at->second) return edges;
+      at->second = std::min(at->second, path_us);
+    }
     const PermuteClassInfo& info = PermuteClass(s);
     // Counts from s to each member, remembered across the searches sharing the cache (the
     // same states recur in the middle searches of different candidates). The work charged
@@ -520,7 +546,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     DistType current = nodes[id].type;
     const double us = nodes[id].us;
     std::vector<Edge> edges =
-        Neighbors(current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0);
+        Neighbors(current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0, us);
     if (OverBudget()) return WorkExhausted();
     for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
