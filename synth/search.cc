@@ -162,10 +162,13 @@ class Searcher {
 
  private:
   // Lower bounds on the rest of any path from a type to the target: modeled time (time mode;
-  // 0 otherwise) and total bytes received (bytes mode with SearchOptions::bytes_bound; else 0).
+  // 0 otherwise) and total bytes received (bytes mode with SearchOptions::bytes_bound; else 0),
+  // which order the queue; `bytes_floor` is the byte bound whenever bytes_bound is set, in time
+  // mode too, where it only prunes (WithinBounds) and leaves the order of equally fast paths.
   struct Bound {
     double us = 0;
     int64_t bytes = 0;
+    int64_t bytes_floor = 0;
   };
   struct Node {
     DistType type;
@@ -190,7 +193,7 @@ class Searcher {
     return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total,
                                         Rounds(mesh_, type, to_, to_local_), to_.element_type)
                             : 0,
-                 bytes_bound ? total : 0};
+                 bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -201,9 +204,19 @@ class Searcher {
   // Branch and bound: whether a plan through `node` (its path so far plus its bounds) can
   // still stay within max_cost and max_cost_us. Nodes outside are kept (a cheaper path may
   // reach them later) but not queued.
+  // In time mode also: whether it can still beat the incumbent, with the byte floor deciding
+  // among paths as fast as the incumbent (its plateau of ties is where such searches spend
+  // their time when the incumbent is optimal).
   bool WithinBounds(const Node& node) const {
-    return node.h.bytes <= options_.max_cost - node.cost &&
-           (!timed() || node.us + node.h.us <= options_.max_cost_us);
+    const int64_t floor = std::max(node.h.bytes, node.h.bytes_floor);
+    if (floor > options_.max_cost - node.cost) return false;
+    if (!timed()) return true;
+    const double us = node.us + node.h.us;
+    if (us > options_.max_cost_us) return false;
+    const int64_t bytes = floor > std::numeric_limits<int64_t>::max() - node.cost
+                              ? std::numeric_limits<int64_t>::max()
+                              : node.cost + floor;
+    return CanBeatIncumbent(us, bytes);
   }
   // Whether a path with lower bounds (us, bytes) on its final cost may beat the incumbent.
   bool CanBeatIncumbent(double us, int64_t bytes) const {

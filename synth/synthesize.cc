@@ -785,6 +785,65 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
   return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
 }
 
+// One collective per atom instead of one over the group, for the all_gather, reduce_scatter
+// and all_reduce steps of `steps` (on `mesh`, starting at `from`) whose group spans several
+// atoms (axes of `mesh`), where the model prices the chain strictly lower. Gathers go from the
+// minor end, scatters from the major end; an all_reduce becomes such a scatter chain onto the
+// dimension of largest local size divisible by the group, then the gathers back. Bytes are
+// unchanged (the ring formulas telescope: (k-1)·B = sum over the chain), local sizes stay
+// between the step's input and output, and the alpha terms drop from (k-1) for the group to
+// one per atom, each at its own axis's price instead of the group's slowest. This is the
+// recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
+// its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7.
+std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
+                              const std::vector<Step>& steps, const CostModel& model) {
+  std::vector<Step> out;
+  DistType current = from;
+  for (const Step& step : steps) {
+    const Collective& op = step.op;
+    const std::vector<std::string>& axes = op.mesh_axes;
+    const bool splittable = (op.kind == CollectiveKind::kAllGather ||
+                             op.kind == CollectiveKind::kReduceScatter ||
+                             op.kind == CollectiveKind::kAllReduce) &&
+                            axes.size() > 1;
+    std::optional<int> reduce_dim;
+    if (splittable && op.kind == CollectiveKind::kAllReduce) {
+      const std::vector<int64_t> local = LocalShape(mesh, current);
+      const int64_t k = mesh.GroupSize(axes);
+      for (int d = 0; d < current.rank(); ++d) {
+        if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
+      }
+    }
+    if (!splittable || (op.kind == CollectiveKind::kAllReduce && !reduce_dim)) {
+      out.push_back(step);
+      current = step.type;
+      continue;
+    }
+    StepBuilder chain(mesh, current);
+    if (op.kind != CollectiveKind::kAllGather) {
+      const int dim = op.kind == CollectiveKind::kReduceScatter ? static_cast<int>(op.dim)
+                                                                : *reduce_dim;
+      for (const std::string& axis : axes) chain.Apply(Collective::ReduceScatter({axis}, dim));
+    }
+    if (op.kind != CollectiveKind::kReduceScatter) {
+      const int dim = op.kind == CollectiveKind::kAllGather ? static_cast<int>(op.dim)
+                                                            : *reduce_dim;
+      for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
+        chain.Apply(Collective::AllGather({*axis}, dim));
+      }
+    }
+    RESHARD_CHECK(chain.current() == step.type)
+        << ToString(op) << " split ends at " << ToString(chain.current());
+    if (CostUs(mesh, current, chain.steps(), model) < CostUs(mesh, current, {step}, model)) {
+      for (Step& piece : chain.steps()) out.push_back(std::move(piece));
+    } else {
+      out.push_back(step);
+    }
+    current = step.type;
+  }
+  return out;
+}
+
 // `keep_incumbent`: when the search gives up (ResourceExhausted), return normal's plan
 // instead of the error. Only for a refinement tried on top of one whose search finished (the
 // caller keeps the better plan), never as the answer on its own. `incumbent`: as for
@@ -809,6 +868,11 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
       n.ok()) {
     normal = *std::move(n);
     PairPermutes(mesh, from, options.cost_model, *normal);
+    // The chains Synthesize would apply to normal's plan make it a tighter bound (e.g. a
+    // reduce_scatter over two axes as two scatters: the search need not rediscover them).
+    if (search.cost_model != nullptr) {
+      normal = SplitGroups(mesh, from, *normal, options.cost_model);
+    }
     double us = CostUs(mesh, from, *normal, options.cost_model);
     search.max_cost_us = us + 1e-9 * std::max(1.0, us);
     const int64_t bytes = TotalBytes(mesh, from, *normal);
@@ -1004,65 +1068,6 @@ bool Better(const Metrics& a, const Metrics& b, Objective objective) {
     return std::tie(a.bytes_received_total, a.cost_us) < std::tie(b.bytes_received_total, b.cost_us);
   }
   return std::tie(a.cost_us, a.bytes_received_total) < std::tie(b.cost_us, b.bytes_received_total);
-}
-
-// One collective per atom instead of one over the group, for the all_gather, reduce_scatter
-// and all_reduce steps of `steps` (on `mesh`, starting at `from`) whose group spans several
-// atoms (axes of `mesh`), where the model prices the chain strictly lower. Gathers go from the
-// minor end, scatters from the major end; an all_reduce becomes such a scatter chain onto the
-// dimension of largest local size divisible by the group, then the gathers back. Bytes are
-// unchanged (the ring formulas telescope: (k-1)·B = sum over the chain), local sizes stay
-// between the step's input and output, and the alpha terms drop from (k-1) for the group to
-// one per atom, each at its own axis's price instead of the group's slowest. This is the
-// recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
-// its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7.
-std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
-                              const std::vector<Step>& steps, const CostModel& model) {
-  std::vector<Step> out;
-  DistType current = from;
-  for (const Step& step : steps) {
-    const Collective& op = step.op;
-    const std::vector<std::string>& axes = op.mesh_axes;
-    const bool splittable = (op.kind == CollectiveKind::kAllGather ||
-                             op.kind == CollectiveKind::kReduceScatter ||
-                             op.kind == CollectiveKind::kAllReduce) &&
-                            axes.size() > 1;
-    std::optional<int> reduce_dim;
-    if (splittable && op.kind == CollectiveKind::kAllReduce) {
-      const std::vector<int64_t> local = LocalShape(mesh, current);
-      const int64_t k = mesh.GroupSize(axes);
-      for (int d = 0; d < current.rank(); ++d) {
-        if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
-      }
-    }
-    if (!splittable || (op.kind == CollectiveKind::kAllReduce && !reduce_dim)) {
-      out.push_back(step);
-      current = step.type;
-      continue;
-    }
-    StepBuilder chain(mesh, current);
-    if (op.kind != CollectiveKind::kAllGather) {
-      const int dim = op.kind == CollectiveKind::kReduceScatter ? static_cast<int>(op.dim)
-                                                                : *reduce_dim;
-      for (const std::string& axis : axes) chain.Apply(Collective::ReduceScatter({axis}, dim));
-    }
-    if (op.kind != CollectiveKind::kReduceScatter) {
-      const int dim = op.kind == CollectiveKind::kAllGather ? static_cast<int>(op.dim)
-                                                            : *reduce_dim;
-      for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
-        chain.Apply(Collective::AllGather({*axis}, dim));
-      }
-    }
-    RESHARD_CHECK(chain.current() == step.type)
-        << ToString(op) << " split ends at " << ToString(chain.current());
-    if (CostUs(mesh, current, chain.steps(), model) < CostUs(mesh, current, {step}, model)) {
-      for (Step& piece : chain.steps()) out.push_back(std::move(piece));
-    } else {
-      out.push_back(step);
-    }
-    current = step.type;
-  }
-  return out;
 }
 
 // `plan` (on refinement.mesh()) with SplitGroups applied on the refinement's atoms, when that

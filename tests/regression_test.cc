@@ -96,5 +96,35 @@ TEST(NormalFallbackRegression, DivisibilityBlockedAxisMoveStaysBounded) {
   EXPECT_GE(plan.metrics.bytes_received_total, plan.metrics.lower_bound_bytes_total);
 }
 
+// PlanJson.MutatedJsonNeverCrashes (seed 6421898555945379850): a plan with sub-axes whose
+// all_to_all names the mangled reference 'y2)2'. CheckStep refined the step to check it on
+// the atoms before anything had checked the collective's references, and refining resolves
+// every reference: an abort instead of InvalidArgument. Same for an unknown axis in the
+// step's result type.
+TEST(PlanJsonRegression, BadReferenceInASubAxisStepIsAnError) {
+  const std::string plan =
+      R"({"mesh":"x=2,y=4","from":"f32[8{x},16{y}]","to":"f32[8{y},16{x}]","strategy":"normal",)"
+      R"("steps":[{"op":"collective_permute","mesh_axes":[],"source_target_pairs":)"
+      R"([[2,4],[3,5],[4,2],[5,3]],"type":"f32[8{y:(1)2},16{x,y:(2)2}]"},)"
+      R"({"op":"all_to_all","mesh_axes":["MESH_AXIS"],"split_axis":0,"concat_axis":1,)"
+      R"("type":"RESULT"}],"metrics":{"peak_local_bytes":64,"bytes_received_max":96,)"
+      R"("bytes_received_total":512,"lower_bound_bytes_total":384,"cost_us":10.001}})";
+  auto with = [&](std::string_view axis, std::string_view result) {
+    std::string text = plan;
+    text.replace(text.find("MESH_AXIS"), 9, axis);
+    text.replace(text.find("RESULT"), 6, result);
+    return PlanFromJson(text);
+  };
+  ASSERT_TRUE(with("y:(2)2", "f32[8{y},16{x}]").ok());  // The unmutated plan.
+  absl::StatusOr<Plan> bad_axis = with("y2)2", "f32[8{y},16{x}]");
+  EXPECT_TRUE(absl::IsInvalidArgument(bad_axis.status())) << bad_axis.status();
+  EXPECT_NE(bad_axis.status().message().find("'y2)2'"), std::string_view::npos)
+      << bad_axis.status();
+  absl::StatusOr<Plan> bad_type = with("y:(2)2", "f32[8{q},16{x}]");
+  EXPECT_TRUE(absl::IsInvalidArgument(bad_type.status())) << bad_type.status();
+  EXPECT_NE(bad_type.status().message().find("'q'"), std::string_view::npos)
+      << bad_type.status();
+}
+
 }  // namespace
 }  // namespace reshard

@@ -441,6 +441,9 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
 absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
                        const DistType& out) {
   if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op) || HasSubAxes(mesh, out)) {
+    // Refining resolves every reference: bad ones must be reported before, not abort there.
+    if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
+    if (absl::Status s = Validate(mesh, out); !s.ok()) return s;
     std::vector<std::string> refs = SubAxisRefs(mesh, in);
     const Step step{op, out};
     std::vector<std::string> more = SubAxisRefs(mesh, out, {&step, 1});
