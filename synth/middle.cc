@@ -8,6 +8,7 @@
 #include "synth/middle.h"
 
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cstdint>
 #include <queue>
@@ -119,6 +120,8 @@ class Middle {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
       once_per_class_ = uniform_ && !size_one;
+      growth_ = MiddleGrowthBound(fastest_.alpha_us, fastest_.TransferUs(1.0),
+                                  static_cast<double>(bytes_));
       for (int a = 0; a < num_axes_; ++a) axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
       target_elements_ = LocalElements(mesh, to);
     }
@@ -320,10 +323,12 @@ class Middle {
       from_local[i] = LocalDim(type, i);
       to_local[i] = LocalDim(to_, i);
     }
-    const int rounds = LatencyRounds(absl::MakeConstSpan(from_local, rank_),
-                                     absl::MakeConstSpan(to_local, rank_), 1);
-    return fastest_.alpha_us * std::max(1, rounds) +
-           fastest_.TransferUs(static_cast<double>(worst * element_bytes_));
+    const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(from_local, rank_),
+                                        absl::MakeConstSpan(to_local, rank_), 1);
+    const int rounds = static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
+    return std::max(fastest_.alpha_us * std::max(1, rounds) +
+                        fastest_.TransferUs(static_cast<double>(worst * element_bytes_)),
+                    growth_(pieces));
   }
 
   // ComputeLowerBounds(type, to).max_lacking_elements for a non-partial pair: the walk over
@@ -407,6 +412,8 @@ class Middle {
   int64_t element_bytes_ = 0;
   AxisCost fastest_;
   bool uniform_ = true;
+  // Every middle type has local bytes bytes_: MiddleGrowthBound applies (time mode).
+  MiddleGrowthBound growth_{0, 0, 0};
   // As Searcher's: permute edges relaxed per class only from its members of least time.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::array<int64_t, kMaxRank>, double> permuted_at_;

@@ -256,8 +256,8 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
   return LowerBoundsTo(mesh, to)(from);
 }
 
-int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
-                  int64_t pending) {
+int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                     int64_t pending) {
   RESHARD_CHECK(from_local.size() == to_local.size()) << "types of different rank";
   // M never exceeds the device count (distinct (block, summand) pieces), but saturate anyway.
   uint64_t pieces = static_cast<uint64_t>(std::max<int64_t>(pending, 1));
@@ -265,7 +265,53 @@ int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t
     const uint64_t met = static_cast<uint64_t>((to_local[i] + from_local[i] - 1) / from_local[i]);
     pieces = pieces > (uint64_t{1} << 62) / met ? (uint64_t{1} << 62) : pieces * met;
   }
-  return static_cast<int>(std::bit_width(pieces - 1));
+  return static_cast<int64_t>(pieces);
+}
+
+int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                  int64_t pending) {
+  const int64_t pieces = PiecesNeeded(from_local, to_local, pending);
+  return static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
+}
+
+MiddleGrowthBound::MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes)
+    // Scaled down a hair so that rounding never lifts f(k) above a step's modeled time.
+    : alpha_us_(alpha_us * (1 - 1e-12)), b_us_(transfer_us_per_byte * bytes * (1 - 1e-12)) {}
+
+double MiddleGrowthBound::f(int64_t k) const {
+  const double kd = static_cast<double>(k);
+  return (kd - 1) * alpha_us_ + (kd - 1) / kd * b_us_;
+}
+
+double MiddleGrowthBound::operator()(int64_t pieces) {
+  const int64_t m0 = std::min(pieces, kMaxPieces);
+  if (m0 <= 1) return 0;
+  if (static_cast<int64_t>(memo_.size()) <= m0) memo_.resize(m0 + 1, -1.0);
+  // g(m) depends on g(ceil(m / k)) < m: fill bottom-up the values m0 needs, iteratively.
+  std::vector<int64_t> stack = {m0};
+  while (!stack.empty()) {
+    const int64_t m = stack.back();
+    if (memo_[m] >= 0) {
+      stack.pop_back();
+      continue;
+    }
+    double best = f(m);  // One step of growth m.
+    bool ready = true;
+    for (int64_t k = 2; k < m; ++k) {
+      const int64_t rest = (m + k - 1) / k;
+      if (rest <= 1) continue;
+      if (memo_[rest] < 0) {
+        stack.push_back(rest);
+        ready = false;
+        continue;
+      }
+      if (ready) best = std::min(best, f(k) + memo_[rest]);
+    }
+    if (!ready) continue;
+    memo_[m] = best;
+    stack.pop_back();
+  }
+  return memo_[m0];
 }
 
 bool IsUniform(const Mesh& mesh, const CostModel& model) {

@@ -79,6 +79,31 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
 // reduction divides the pending summands by k), so the bound is consistent, as A* needs.
 int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                   int64_t pending);
+// The M of LatencyRounds (saturated at 2^62).
+int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                     int64_t pending);
+
+// A lower bound on the modeled time of a path made of all_to_alls and permutes only (a valley's
+// middle: every type has the same local bytes B) from a type whose target blocks need
+// M = PiecesNeeded pieces. An all_to_all over k devices multiplies the devices a buffer
+// derives from by at most k and costs at least f(k) = (k - 1)·alpha + (k - 1)/k·B/bw (fastest
+// axis); a permute multiplies it by 1. So the path costs at least
+//   g(M) = min over k_1..k_r >= 2 with prod k_i >= M of sum f(k_i),   g(1) = 0,
+// computed as g(m) = min_k f(k) + g(ceil(m / k)). Consistent: a step of growth k from a type
+// needing M to one needing M' >= M / k costs >= f(k), and f(k) + g(M') >= g(M).
+// Memoized; M above kMaxPieces is answered with g(kMaxPieces) (still a lower bound, as g
+// grows with M).
+class MiddleGrowthBound {
+ public:
+  static constexpr int64_t kMaxPieces = 4096;
+  MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes);
+  double operator()(int64_t pieces);
+
+ private:
+  double f(int64_t k) const;
+  double alpha_us_, b_us_;  // alpha, and B/bw in µs
+  std::vector<double> memo_;  // memo_[m]; negative = not computed
+};
 
 // ComputeLowerBounds(mesh, from, to) for many `from` and one `to`, whose block roles and local
 // shape are built once (a search bounds every type it generates against the same target).

@@ -3,6 +3,7 @@
 #include "synth/search.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -152,6 +153,13 @@ class Searcher {
       }
     }
     once_per_class_ = timed() && uniform_ && !size_one;
+    // Restricted to a valley's middle (all_to_all and permutes keep the local size): the
+    // stronger bound of MiddleGrowthBound holds too, as in synth/middle.cc.
+    if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
+        !options_.allow_all_reduce && !options_.allow_reduce_scatter) {
+      growth_.emplace(fastest_.alpha_us, fastest_.TransferUs(1.0),
+                      static_cast<double>(LocalBytes(mesh_, from_)));
+    }
   }
 
   absl::StatusOr<std::vector<Step>> Run();
@@ -190,10 +198,15 @@ class Searcher {
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = bounds_to_(type);
     const int64_t total = BytesBound(mesh_, type, to_, bounds);
-    return Bound{time_bound ? TimeBound(mesh_, fastest_, bounds, total,
-                                        Rounds(mesh_, type, to_, to_local_), to_.element_type)
-                            : 0,
-                 bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
+    double us = 0;
+    if (time_bound) {
+      const int64_t pieces = internal::PiecesNeeded(LocalShape(mesh_, type), to_local_,
+                                                    PendingSummands(mesh_, type, to_));
+      const int rounds = static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
+      us = TimeBound(mesh_, fastest_, bounds, total, rounds, to_.element_type);
+      if (growth_) us = std::max(us, (*growth_)(pieces));
+    }
+    return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -285,6 +298,7 @@ class Searcher {
   // time at which its edges were relaxed.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::string, double> permuted_at_;
+  std::optional<internal::MiddleGrowthBound> growth_;
 };
 
 std::string Searcher::ClassKey(const DistType& s) const {

@@ -1126,7 +1126,11 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   }
   absl::StatusOr<AxisRefinement> coarse = AxisRefinement::Create(mesh, refs);
   if (!coarse.ok()) return coarse.status();
-  absl::StatusOr<Plan> plan = SynthesizeRefined(*coarse, from, to, options);
+  // Without sub-axis references in the types, refining and coarsening are identities:
+  // synthesize directly (SynthesizeRefined would only check the same plan a second time).
+  // (A trivial refinement is not enough: `x:(1)4` on x = 4 must still be renamed to `x`.)
+  absl::StatusOr<Plan> plan = refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options)
+                                           : SynthesizeRefined(*coarse, from, to, options);
   if (!split) return finish(*coarse, std::move(plan));
   absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
   RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.

@@ -159,6 +159,26 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
             in = &step.type;
           }
           EXPECT_EQ(path.bytes, bytes) << where;
+          // The growth bound (the middle's heuristic) is below what the rest of this optimal
+          // path costs, from every type on it.
+          if (options.cost_model != nullptr) {
+            const AxisCost fastest = options.cost_model->Fastest(mesh);
+            internal::MiddleGrowthBound growth(fastest.alpha_us, fastest.TransferUs(1.0),
+                                               static_cast<double>(LocalBytes(mesh, *x)));
+            const std::vector<int64_t> y_local = LocalShape(mesh, *y);
+            double rest = 0;
+            for (double us : path.step_us) rest += us;
+            const DistType* at = &*x;
+            for (size_t k = 0; k <= got->size(); ++k) {
+              const double bound =
+                  growth(internal::PiecesNeeded(LocalShape(mesh, *at), y_local, 1));
+              ASSERT_LE(bound, rest + 1e-9) << where << " from step " << k;
+              if (k < got->size()) {
+                rest -= path.step_us[k];
+                at = &(*got)[k].type;
+              }
+            }
+          }
         }
         EXPECT_EQ(want_stats.states_settled, got_stats.states_settled) << where;
         EXPECT_EQ(want_stats.states_generated, got_stats.states_generated) << where;
@@ -173,6 +193,27 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
   for (const auto& [code, count] : codes) {
     std::printf("%s: %d\n", absl::StatusCodeToString(code).c_str(), count);
   }
+}
+
+// g(m) of MiddleGrowthBound by hand (alpha 5 µs, B/bw 10 µs: f(k) = 5(k-1) + 10(k-1)/k), its
+// recursion g(m) <= f(k) + g(ceil(m/k)) (what makes it consistent), and monotonicity.
+TEST(MiddleGrowthBound, SmallestCostOfGrowingReach) {
+  internal::MiddleGrowthBound g(5, 1e-3, 1e4);
+  auto f = [](double k) { return 5 * (k - 1) + 10 * (k - 1) / k; };
+  const double tol = 1e-9;
+  EXPECT_EQ(g(1), 0);
+  EXPECT_NEAR(g(2), f(2), tol);                       // 10
+  EXPECT_NEAR(g(3), f(3), tol);                       // 16.67 < f(2) + f(2) = 20
+  EXPECT_NEAR(g(4), 2 * f(2), tol);                   // 20 < f(4) = 22.5
+  EXPECT_NEAR(g(16), 4 * f(2), tol);                  // four doublings
+  double previous = 0;
+  for (int64_t m = 1; m <= 300; ++m) {
+    EXPECT_GE(g(m) + tol, previous) << m;
+    previous = g(m);
+    for (int64_t k = 2; k <= m; ++k) EXPECT_LE(g(m), f(k) + g((m + k - 1) / k) + tol) << m;
+  }
+  // Beyond the memo's range it answers g(kMaxPieces): still a lower bound.
+  EXPECT_EQ(g(int64_t{1} << 40), g(internal::MiddleGrowthBound::kMaxPieces));
 }
 
 TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
