@@ -243,48 +243,10 @@ class Middle {
       }
       return MovedDevicesFromRoles(mesh_, in, out, work);
     }
-    *work = n_;  // MovedDevices walks the devices here; this count is exact and cheaper.
-    int64_t diff[kMaxAxes], size[kMaxAxes];
-    int terms = 0;
-    int64_t free_devices = 1;
-    for (int a = 0; a < num_axes_; ++a) {
-      if (w_in[a] == w_out[a] || size_[a] == 1) {
-        free_devices *= size_[a];
-      } else {
-        diff[terms] = w_in[a] - w_out[a];
-        size[terms++] = size_[a];
-      }
-    }
-    if (terms == 0) return 0;
-    // Count coordinate tuples of the differing axes with sum coord * diff == 0: enumerate all
-    // but the largest axis, and solve for that one's coordinate.
-    int last = 0;
-    for (int t = 1; t < terms; ++t) {
-      if (size[t] > size[last]) last = t;
-    }
-    std::swap(diff[last], diff[terms - 1]);
-    std::swap(size[last], size[terms - 1]);
-    const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
-    int64_t coord[kMaxAxes] = {};
-    int64_t sum = 0, kept = 0;
-    for (;;) {
-      // c * d_last == -sum for some 0 <= c < s_last.
-      if (sum % d_last == 0) {
-        const int64_t c = -sum / d_last;
-        kept += c >= 0 && c < s_last;
-      }
-      int t = terms - 2;
-      for (; t >= 0; --t) {
-        if (++coord[t] < size[t]) {
-          sum += diff[t];
-          break;
-        }
-        sum -= diff[t] * (size[t] - 1);
-        coord[t] = 0;
-      }
-      if (t < 0) break;
-    }
-    return n_ - kept * free_devices;
+    *work = n_;  // As MovedDevicesFromRoles: the same count, charged as a device walk.
+    return CountMovedByWeights(absl::MakeConstSpan(size_, num_axes_),
+                               absl::MakeConstSpan(w_in, num_axes_),
+                               absl::MakeConstSpan(w_out, num_axes_), n_);
   }
 
   double StepUs(const CType& s, const CType& next, const Op& op) const {

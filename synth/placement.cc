@@ -134,16 +134,76 @@ int64_t MovedDevicesFrom::To(const DistType& out, int64_t* work) const {
   return MovedDevicesFromRoles(mesh_, key_in_, KeyRoles(mesh_, out), work);
 }
 
+int64_t MovedDevicesFrom::ToRoles(const std::vector<AxisRole>& out_roles, int64_t* work) const {
+  return MovedDevicesFromRoles(mesh_, key_in_, out_roles, work);
+}
+
+std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type) {
+  return KeyRoles(mesh, type);
+}
+
+int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
+                            absl::Span<const int64_t> w_out, int64_t n) {
+  constexpr int kMax = 64;
+  RESHARD_CHECK(sizes.size() <= kMax && w_in.size() == sizes.size() &&
+                w_out.size() == sizes.size());
+  int64_t diff[kMax], size[kMax];
+  int terms = 0;
+  int64_t free_devices = 1;
+  for (size_t a = 0; a < sizes.size(); ++a) {
+    if (w_in[a] == w_out[a] || sizes[a] == 1) {
+      free_devices *= sizes[a];
+    } else {
+      diff[terms] = w_in[a] - w_out[a];
+      size[terms++] = sizes[a];
+    }
+  }
+  if (terms == 0) return 0;
+  int last = 0;
+  for (int t = 1; t < terms; ++t) {
+    if (size[t] > size[last]) last = t;
+  }
+  std::swap(diff[last], diff[terms - 1]);
+  std::swap(size[last], size[terms - 1]);
+  const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
+  int64_t coord[kMax] = {};
+  int64_t sum = 0, kept = 0;
+  for (;;) {
+    // c * d_last == -sum for some 0 <= c < s_last.
+    if (sum % d_last == 0) {
+      const int64_t c = -sum / d_last;
+      kept += c >= 0 && c < s_last;
+    }
+    int t = terms - 2;
+    for (; t >= 0; --t) {
+      if (++coord[t] < size[t]) {
+        sum += diff[t];
+        break;
+      }
+      sum -= diff[t] * (size[t] - 1);
+      coord[t] = 0;
+    }
+    if (t < 0) break;
+  }
+  return n - kept * free_devices;
+}
+
 int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
                               const std::vector<AxisRole>& key_out, int64_t* work) {
   const int64_t n = mesh.num_devices();
   if (n <= kWalkDevices) {
-    std::vector<int64_t> acc_in(1), acc_out(1);
-    int64_t moved = 0;
-    WalkDevices(mesh, key_in, acc_in, key_out, acc_out,
-                [&](int64_t) { moved += acc_in[0] != acc_out[0]; });
+    // Charged as the walk over the devices it replaces (budgets cut searches where they did).
     if (work != nullptr) *work = n;
-    return moved;
+    int64_t sizes[64], w_in[64], w_out[64];
+    const int k = mesh.num_axes();
+    RESHARD_CHECK(k <= 64);
+    for (int a = 0; a < k; ++a) {
+      sizes[a] = mesh.axes()[a].size;
+      w_in[a] = key_in[a].slot >= 0 ? key_in[a].weight : 0;
+      w_out[a] = key_out[a].slot >= 0 ? key_out[a].weight : 0;
+    }
+    return CountMovedByWeights(absl::MakeConstSpan(sizes, k), absl::MakeConstSpan(w_in, k),
+                               absl::MakeConstSpan(w_out, k), n);
   }
   // A device keeps its placement iff sum_a coord_a * (w_in[a] - w_out[a]) == 0. Count the
   // solutions: axes with equal weights are free; the others are enumerated by dynamic

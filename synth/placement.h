@@ -47,11 +47,23 @@ class MovedDevicesFrom {
  public:
   MovedDevicesFrom(const Mesh& mesh, const DistType& in);
   int64_t To(const DistType& out, int64_t* work = nullptr) const;
+  // The same from `out`'s PlacementKeyRoles, for callers that count to the same outputs again.
+  int64_t ToRoles(const std::vector<AxisRole>& out_roles, int64_t* work = nullptr) const;
 
  private:
   const Mesh& mesh_;
   std::vector<AxisRole> key_in_;
 };
+
+// The number of devices whose placement key differs, for keys given by per-axis weights
+// (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
+// coordinate tuples of the axes whose weights differ on which both keys agree, enumerating all
+// of those axes but the largest and solving for its coordinate.
+int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
+                            absl::Span<const int64_t> w_out, int64_t n);
+
+// The placement-key roles of `type`, one per mesh axis (what MovedDevicesFromRoles takes).
+std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type);
 
 // MovedDevices from the placement-key roles of both types (KeyRoles of `in` and `out`, one per
 // mesh axis): the same count and the same `work` as MovedDevices. For callers that build the

@@ -269,6 +269,9 @@ class Searcher {
     std::shared_ptr<const std::vector<DistType>> members;
     // Its key in SearchOptions::class_cache; empty without a cache or when incomplete.
     std::string shared_key;
+    // Each member's placement-key roles, built on first use (counting moved devices to a
+    // member needs them, and every settled member of the class counts to all the others).
+    mutable std::vector<std::vector<internal::AxisRole>> roles;
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
@@ -500,7 +503,9 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
         std::tie(moved, steps) = (*memo)[m];
       } else {
         if (!moved_from) moved_from.emplace(mesh_, s);
-        moved = moved_from->To(member, &steps);
+        if (info.roles.empty()) info.roles.resize(info.members->size());
+        if (info.roles[m].empty()) info.roles[m] = internal::PlacementKeyRoles(mesh_, member);
+        moved = moved_from->ToRoles(info.roles[m], &steps);
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);

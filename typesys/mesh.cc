@@ -100,8 +100,15 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
 }
 
 int Mesh::AxisIndex(std::string_view name) const {
+  // On every path that names axes by string (types, collectives), so cheap rejections first:
+  // length, then the characters from the end, where the atoms of a refined mesh (`x:(1)2`,
+  // `x:(2)2`) differ.
   for (int i = 0; i < num_axes(); ++i) {
-    if (axes_[i].name == name) return i;
+    const std::string& candidate = axes_[i].name;
+    if (candidate.size() != name.size()) continue;
+    size_t k = name.size();
+    while (k > 0 && candidate[k - 1] == name[k - 1]) --k;
+    if (k == 0) return i;
   }
   return -1;
 }
