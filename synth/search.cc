@@ -77,6 +77,8 @@ struct Edge {
   const DistType& result() const { return member != nullptr ? *member : type; }
   int64_t cost = 0;  // Total bytes received.
   double us = 0;     // Modeled time (time mode); -1 for a permute not priced yet.
+  // The member's TypeKey, borrowed from its class like `member`; null: compute it.
+  const std::string* key = nullptr;
 };
 
 // Work units (SearchOptions::max_work) are calibrated to roughly a nanosecond: a device visit
@@ -269,9 +271,10 @@ class Searcher {
     std::shared_ptr<const std::vector<DistType>> members;
     // Its key in SearchOptions::class_cache; empty without a cache or when incomplete.
     std::string shared_key;
-    // Each member's placement-key roles, built on first use (counting moved devices to a
-    // member needs them, and every settled member of the class counts to all the others).
+    // Each member's placement-key roles and TypeKey, built on first use (every settled member
+    // of the class counts moved devices to all the others and looks them up).
     mutable std::vector<std::vector<internal::AxisRole>> roles;
+    mutable std::vector<std::string> keys;
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
@@ -391,14 +394,15 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
                                         double path_us) {
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
-  auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr) {
+  auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr,
+                 const std::string* key = nullptr) {
     Charge(kTypeWork);
     double us = 0;
     if (timed()) {
       us = op.kind == CollectiveKind::kCollectivePermute ? -1
                                                           : options_.cost_model->StepCostUs(mesh_, s, op);
     }
-    edges.push_back(Edge{std::move(op), std::move(next), member, cost, us});
+    edges.push_back(Edge{std::move(op), std::move(next), member, cost, us, key});
   };
 
   std::vector<std::string> unused;
@@ -509,7 +513,9 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);
-      add(Collective::Permute({}), DistType{}, moved * in_bytes, &member);
+      if (info.keys.empty()) info.keys.resize(info.members->size());
+      if (info.keys[m].empty()) info.keys[m] = TypeKey(member);
+      add(Collective::Permute({}), DistType{}, moved * in_bytes, &member, &info.keys[m]);
     }
   }
   return edges;
@@ -580,6 +586,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     std::vector<Edge> edges =
         Neighbors(current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0, us);
     if (OverBudget()) return WorkExhausted();
+    // A permute's optimistic price (below) depends on the local bytes of `current` only.
+    std::optional<int64_t> current_bytes;
     for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
       if (new_cost > options_.max_cost) continue;
@@ -591,16 +599,20 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
         continue;
       }
       int new_steps = steps + 1;
-      std::string key = TypeKey(edge.result());
+      std::string own_key;
+      if (edge.key == nullptr) own_key = TypeKey(edge.result());
+      const std::string& key = edge.key != nullptr ? *edge.key : own_key;
       auto it = index.find(key);
       Node* existing = it == index.end() ? nullptr : &nodes[it->second];
       if (existing != nullptr && existing->settled) continue;
       if (timed() && edge.us < 0) {
         // Price a permute: optimistically over the fastest link first, and exactly (with the
         // pairs MinimalPermute would pick) only when that could improve the neighbour.
-        double optimistic = edge.cost > 0 ? fastest_.alpha_us + fastest_.TransferUs(
-                                                                     LocalBytes(mesh_, current))
-                                          : 0;
+        if (!current_bytes) current_bytes = LocalBytes(mesh_, current);
+        double optimistic =
+            edge.cost > 0
+                ? fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(*current_bytes))
+                : 0;
         if (existing != nullptr &&
             std::make_tuple(us + optimistic, new_cost, new_steps) >=
                 std::make_tuple(existing->us, existing->cost, existing->steps)) {
@@ -619,7 +631,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       if (timed() && new_us > options_.max_cost_us) continue;
       if (existing == nullptr) {
         int node_id = static_cast<int>(nodes.size());
-        index.emplace(std::move(key), node_id);
+        index.emplace(key, node_id);
         Bound h = Heuristic(edge.result());
         if (OverBudget()) return WorkExhausted();
         DistType type = edge.member != nullptr ? *edge.member : std::move(edge.type);
