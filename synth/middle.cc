@@ -8,7 +8,6 @@
 #include "synth/middle.h"
 
 #include <algorithm>
-#include <bit>
 #include <array>
 #include <cstdint>
 #include <queue>
@@ -279,7 +278,7 @@ class Middle {
     if (inserted) it->second = MaxLacking(type);
     const int64_t worst = it->second;
     if (worst == 0) return 0;
-    // LatencyRounds with no pending summands (a middle keeps the partial axes).
+    // PiecesNeeded with no pending summands (a middle keeps the partial axes).
     int64_t from_local[kMaxRank], to_local[kMaxRank];
     for (int i = 0; i < rank_; ++i) {
       from_local[i] = LocalDim(type, i);
@@ -287,7 +286,7 @@ class Middle {
     }
     const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(from_local, rank_),
                                         absl::MakeConstSpan(to_local, rank_), 1);
-    const int rounds = static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
+    const int rounds = LatencyRounds(pieces);
     return std::max(fastest_.alpha_us * std::max(1, rounds) +
                         fastest_.TransferUs(static_cast<double>(worst * element_bytes_)),
                     growth_(pieces));

@@ -300,16 +300,22 @@ LowerBoundsTo::LowerBoundsTo(const Mesh& mesh, const DistType& to)
 LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
   RESHARD_CHECK(from.rank() == to_.rank()) << "types of different rank";
   const int64_t element_bytes = ElementBytes(to_.element_type);
+  const std::vector<int64_t> from_local = LocalShape(mesh_, from);
+  int64_t pending = 1;
   for (const std::string& axis : from.partial) {
-    // A size-1 partial axis sums a single summand: devices already hold the value.
-    if (AxisUse(to_, axis) != kPartial && mesh_.AxisSize(axis) > 1) {
-      return LowerBounds{
-          Saturate(__int128{mesh_.num_devices()} * target_elements_ * element_bytes),
-          target_elements_};
-    }
+    if (AxisUse(to_, axis) != kPartial) pending *= mesh_.AxisSize(axis);
   }
-  return ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), LocalShape(mesh_, from),
-                                     to_roles_, to_local_, target_elements_, element_bytes);
+  const int64_t pieces = PiecesNeeded(from_local, to_local_, pending);
+  // A size-1 partial axis sums a single summand: devices already hold the value.
+  if (pending > 1) {
+    return LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ * element_bytes),
+                       target_elements_, pieces};
+  }
+  LowerBounds bounds = ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), from_local,
+                                                   to_roles_, to_local_, target_elements_,
+                                                   element_bytes);
+  bounds.pieces = pieces;
+  return bounds;
 }
 
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -326,12 +332,6 @@ int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int6
     pieces = pieces > (uint64_t{1} << 62) / met ? (uint64_t{1} << 62) : pieces * met;
   }
   return static_cast<int64_t>(pieces);
-}
-
-int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
-                  int64_t pending) {
-  const int64_t pieces = PiecesNeeded(from_local, to_local, pending);
-  return static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
 }
 
 MiddleGrowthBound::MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes)

@@ -15,11 +15,12 @@
 #ifndef RESHARD_SYNTH_PLACEMENT_H_
 #define RESHARD_SYNTH_PLACEMENT_H_
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
-#include "typesys/cost_model.h"
 #include "absl/types/span.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 
@@ -76,24 +77,28 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
 struct LowerBounds {
   int64_t bytes_total = 0;            // == LowerBoundBytesTotal(mesh, from, to).
   int64_t max_lacking_elements = 0;   // Max over devices of target elements not yet held.
+  // PiecesNeeded(local shapes of from and to, summands of from's partial axes that to drops).
+  int64_t pieces = 1;
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
 
-// A lower bound on the number of latency terms (each at least the smallest alpha) of any plan
-// from a type with local shape `from_local` to one with `to_local`, with `pending` summands
-// still to be reduced: ceil(log2 M), M = pending * prod_i ceil(to_local[i] / from_local[i]).
-// Why: a device's target block meets at least prod_i ceil(...) blocks of the current type, and
-// needs every pending summand of each, so its final buffer derives from M (block, summand)
-// pieces, i.e. from at least M devices' current buffers. A collective over a group of k
-// devices lets a buffer derive from at most k times as many devices as before and costs
-// (k - 1) alphas >= ceil(log2 k) alphas; permutes and slices add none. M shrinks by at most the
-// factor k per such step (a gather or all_to_all widens a dimension's blocks k-fold, a
-// reduction divides the pending summands by k), so the bound is consistent, as A* needs.
-int LatencyRounds(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
-                  int64_t pending);
-// The M of LatencyRounds (saturated at 2^62).
+// M = pending * prod_i ceil(to_local[i] / from_local[i]) (saturated at 2^62): the (block,
+// summand) pieces of a type with local shape `from_local` that a device's target block (local
+// shape `to_local`) needs, with `pending` summands still to be reduced. Its block meets at least
+// prod_i ceil(...) blocks of the current type and needs every pending summand of each, so its
+// final buffer derives from at least M devices' current buffers.
+//
+// LatencyRounds(M) = ceil(log2 M) is then a lower bound on the number of latency terms (each at
+// least the smallest alpha) of any plan: a collective over a group of k devices lets a buffer
+// derive from at most k times as many devices as before and costs (k - 1) >= ceil(log2 k)
+// alphas; permutes and slices add none. M shrinks by at most the factor k per such step (a
+// gather or all_to_all widens a dimension's blocks k-fold, a reduction divides the pending
+// summands by k), so the bound is consistent, as A* needs.
 int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                      int64_t pending);
+inline int LatencyRounds(int64_t pieces) {
+  return static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
+}
 
 // A lower bound on the modeled time of a path made of all_to_alls and permutes only (a valley's
 // middle: every type has the same local bytes B) from a type whose target blocks need

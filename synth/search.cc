@@ -3,7 +3,6 @@
 #include "synth/search.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -132,11 +131,7 @@ double TimeBound(const Mesh& mesh, const AxisCost& fastest, const internal::Lowe
   return fastest.alpha_us * std::max(1, rounds) + fastest.TransferUs(std::max(worst, average));
 }
 
-int Rounds(const Mesh& mesh, const DistType& from, const DistType& to,
-           const std::vector<int64_t>& to_local) {
-  return internal::LatencyRounds(LocalShape(mesh, from), to_local,
-                                 PendingSummands(mesh, from, to));
-}
+int Rounds(const internal::LowerBounds& bounds) { return internal::LatencyRounds(bounds.pieces); }
 
 class Searcher {
  public:
@@ -202,11 +197,8 @@ class Searcher {
     const int64_t total = BytesBound(mesh_, type, to_, bounds);
     double us = 0;
     if (time_bound) {
-      const int64_t pieces = internal::PiecesNeeded(LocalShape(mesh_, type), to_local_,
-                                                    PendingSummands(mesh_, type, to_));
-      const int rounds = static_cast<int>(std::bit_width(static_cast<uint64_t>(pieces - 1)));
-      us = TimeBound(mesh_, fastest_, bounds, total, rounds, to_.element_type);
-      if (growth_) us = std::max(us, (*growth_)(pieces));
+      us = TimeBound(mesh_, fastest_, bounds, total, Rounds(bounds), to_.element_type);
+      if (growth_) us = std::max(us, (*growth_)(bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
   }
@@ -285,7 +277,6 @@ class Searcher {
   DistType from_;
   DistType to_;
   internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
-  std::vector<int64_t> to_local_ = LocalShape(mesh_, to_);
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
@@ -724,7 +715,7 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
                         const DistType& to) {
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
   return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, from, to, bounds),
-                   Rounds(mesh, from, to, LocalShape(mesh, to)), to.element_type);
+                   Rounds(bounds), to.element_type);
 }
 
 }  // namespace reshard
