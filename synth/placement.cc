@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "synth/search.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
@@ -144,20 +145,19 @@ std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type) 
 
 int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
                             absl::Span<const int64_t> w_out, int64_t n) {
-  constexpr int kMax = 64;
-  RESHARD_CHECK(sizes.size() <= kMax && w_in.size() == sizes.size() &&
-                w_out.size() == sizes.size());
-  int64_t diff[kMax], size[kMax];
-  int terms = 0;
+  RESHARD_CHECK(w_in.size() == sizes.size() && w_out.size() == sizes.size());
+  // Only axes of size > 1 become terms: at most log2(devices) of them.
+  absl::InlinedVector<int64_t, 16> diff, size;
   int64_t free_devices = 1;
   for (size_t a = 0; a < sizes.size(); ++a) {
     if (w_in[a] == w_out[a] || sizes[a] == 1) {
       free_devices *= sizes[a];
     } else {
-      diff[terms] = w_in[a] - w_out[a];
-      size[terms++] = sizes[a];
+      diff.push_back(w_in[a] - w_out[a]);
+      size.push_back(sizes[a]);
     }
   }
+  const int terms = static_cast<int>(diff.size());
   if (terms == 0) return 0;
   int last = 0;
   for (int t = 1; t < terms; ++t) {
@@ -166,7 +166,7 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
   std::swap(diff[last], diff[terms - 1]);
   std::swap(size[last], size[terms - 1]);
   const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
-  int64_t coord[kMax] = {};
+  absl::InlinedVector<int64_t, 16> coord(terms, 0);
   int64_t sum = 0, kept = 0;
   for (;;) {
     // c * d_last == -sum for some 0 <= c < s_last.
@@ -194,16 +194,15 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
   if (n <= kWalkDevices) {
     // Charged as the walk over the devices it replaces (budgets cut searches where they did).
     if (work != nullptr) *work = n;
-    int64_t sizes[64], w_in[64], w_out[64];
+    // Any number of axes (size-1 axes are free): no fixed-size arrays here.
     const int k = mesh.num_axes();
-    RESHARD_CHECK(k <= 64);
+    absl::InlinedVector<int64_t, 16> sizes(k), w_in(k), w_out(k);
     for (int a = 0; a < k; ++a) {
       sizes[a] = mesh.axes()[a].size;
       w_in[a] = key_in[a].slot >= 0 ? key_in[a].weight : 0;
       w_out[a] = key_out[a].slot >= 0 ? key_out[a].weight : 0;
     }
-    return CountMovedByWeights(absl::MakeConstSpan(sizes, k), absl::MakeConstSpan(w_in, k),
-                               absl::MakeConstSpan(w_out, k), n);
+    return CountMovedByWeights(sizes, w_in, w_out, n);
   }
   // A device keeps its placement iff sum_a coord_a * (w_in[a] - w_out[a]) == 0. Count the
   // solutions: axes with equal weights are free; the others are enumerated by dynamic

@@ -86,12 +86,6 @@ struct Edge {
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 
-// BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
-// pending (the source's partial axes of size > 1 that the target lacks), each of the N
-// (element, target summand) classes needs K - 1 receives that merge partial sums plus one
-// more for every further target holder (only the device completing the last merge can end
-// with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
-// + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
 // The number of summands a reduction from `from` to `to` still has to add up: the product of
 // the sizes of `from`'s partial axes that `to` does not keep.
 int64_t PendingSummands(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -102,6 +96,12 @@ int64_t PendingSummands(const Mesh& mesh, const DistType& from, const DistType& 
   return pending;
 }
 
+// BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
+// pending (the source's partial axes of size > 1 that the target lacks), each of the N
+// (element, target summand) classes needs K - 1 receives that merge partial sums plus one
+// more for every further target holder (only the device completing the last merge can end
+// with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
+// + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
 int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
                    const internal::LowerBounds& bounds) {
   const int64_t pending = PendingSummands(mesh, from, to);
