@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -345,8 +346,12 @@ class Middle {
   }
 
   MiddleCache::Impl::Class* PermuteClass(const CType& s, bool* complete);
-  // `path_us`: the modeled time of the best path to `s` (time mode).
-  void Neighbors(const CType& s, bool after_permute, double path_us, std::vector<Edge>& edges);
+  // `path`: (modeled time, bytes, steps) of the best path to `s`; `improvable` as in
+  // Searcher::Neighbors, by state key.
+  using Floor = std::tuple<double, int64_t, int>;
+  void Neighbors(const CType& s, bool after_permute, const Floor& path,
+                 absl::FunctionRef<bool(uint64_t, const Floor&)> improvable,
+                 std::vector<Edge>& edges);
   absl::Status WorkExhausted() const {
     return absl::ResourceExhaustedError(absl::StrCat(
         "plan search hit its work budget of ", options_.max_work, " units (", settled_,
@@ -466,8 +471,10 @@ MiddleCache::Impl::Class* Middle::PermuteClass(const CType& s, bool* complete) {
 }
 
 // Searcher::Neighbors with only all_to_all and permutes enabled, in the same order.
-void Middle::Neighbors(const CType& s, bool after_permute, double path_us,
+void Middle::Neighbors(const CType& s, bool after_permute, const Floor& path,
+                       absl::FunctionRef<bool(uint64_t, const Floor&)> improvable,
                        std::vector<Edge>& edges) {
+  const auto& [path_us, path_bytes, path_steps] = path;
   edges.clear();
   // `us`: the all_to_all's modeled time (time mode); permutes are priced later (-1).
   auto add = [&](const Op& op, const CType& next, int64_t cost, double us) {
@@ -525,8 +532,12 @@ void Middle::Neighbors(const CType& s, bool after_permute, double path_us,
     }
     bool have_in = false;
     int64_t w_in[kMaxAxes];
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(bytes_));
+    const Floor floor{path_us + permute_us, path_bytes + bytes_, path_steps + 1};
     for (size_t m = 0; m < info->members.size(); ++m) {
       if (info->keys[m] == key || OverBudget()) continue;
+      if (once_per_class_ && !improvable(info->keys[m], floor)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {
@@ -603,7 +614,14 @@ absl::StatusOr<std::vector<Step>> Middle::Run(MiddlePath* out) {
     }
     const CType current = nodes[id].type;
     const double us = nodes[id].us;
-    Neighbors(current, id > 0 && nodes[id].op.permute, us, edges);
+    auto improvable = [&](uint64_t key, const Floor& floor) {
+      auto it = index.find(key);
+      if (it == index.end()) return true;
+      const Node& node = nodes[it->second];
+      return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
+    };
+    Neighbors(current, id > 0 && nodes[id].op.permute, Floor{us, cost, steps}, improvable,
+              edges);
     if (OverBudget()) return WorkExhausted();
     for (Edge& edge : edges) {
       const int64_t new_cost = cost + edge.cost;

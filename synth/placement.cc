@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -143,6 +144,37 @@ std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type) 
   return KeyRoles(mesh, type);
 }
 
+std::vector<uint8_t> PlacementKeyBytes(const Mesh& mesh, const std::vector<AxisRole>& roles) {
+  RESHARD_CHECK(mesh.num_devices() <= kKeyByteDevices) << mesh.num_devices() << " devices";
+  std::vector<uint8_t> keys(mesh.num_devices());
+  std::vector<int64_t> acc(1), unused(1);
+  const std::vector<AxisRole> none(mesh.num_axes());
+  WalkDevices(mesh, roles, acc, none, unused, [&](int64_t d) {
+    RESHARD_CHECK(acc[0] >= 0 && acc[0] < 256) << "placement key " << acc[0];
+    keys[d] = static_cast<uint8_t>(acc[0]);
+  });
+  return keys;
+}
+
+int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  RESHARD_CHECK(a.size() == b.size());
+  int64_t differ = 0;
+  size_t i = 0;
+  // Eight bytes at a time: fold each byte of a ^ b onto its low bit, then count those bits.
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    uint64_t t = x ^ y;
+    t |= t >> 4;
+    t |= t >> 2;
+    t |= t >> 1;
+    differ += std::popcount(t & 0x0101010101010101ULL);
+  }
+  for (; i < a.size(); ++i) differ += a[i] != b[i];
+  return differ;
+}
+
 int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
                             absl::Span<const int64_t> w_out, int64_t n) {
   RESHARD_CHECK(w_in.size() == sizes.size() && w_out.size() == sizes.size());
@@ -168,12 +200,12 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
   const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
   absl::InlinedVector<int64_t, 16> coord(terms, 0);
   int64_t sum = 0, kept = 0;
+  // c * d_last == -sum for some 0 <= c < s_last: only sums in [lo, hi] can be solved, which a
+  // comparison decides before the division does.
+  const int64_t span = (s_last - 1) * d_last;
+  const int64_t lo = std::min<int64_t>(0, -span), hi = std::max<int64_t>(0, -span);
   for (;;) {
-    // c * d_last == -sum for some 0 <= c < s_last.
-    if (sum % d_last == 0) {
-      const int64_t c = -sum / d_last;
-      kept += c >= 0 && c < s_last;
-    }
+    if (sum >= lo && sum <= hi && sum % d_last == 0) ++kept;
     int t = terms - 2;
     for (; t >= 0; --t) {
       if (++coord[t] < size[t]) {

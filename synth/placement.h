@@ -63,6 +63,17 @@ class MovedDevicesFrom {
 int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
                             absl::Span<const int64_t> w_out, int64_t n);
 
+// Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
+// most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
+inline constexpr int64_t kKeyByteDevices = 256;
+// Every device's placement key under `roles` (PlacementKeyRoles), one byte each, on a mesh of
+// at most kKeyByteDevices devices. The number of positions where two such vectors differ is
+// MovedDevicesFromRoles' count, without its enumeration: for callers that count one type
+// against many (a search relaxing a permute class).
+std::vector<uint8_t> PlacementKeyBytes(const Mesh& mesh, const std::vector<AxisRole>& roles);
+// The number of positions where `a` and `b` (same length) differ.
+int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
+
 // The placement-key roles of `type`, one per mesh axis (what MovedDevicesFromRoles takes).
 std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type);
 

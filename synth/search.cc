@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -252,8 +253,13 @@ class Searcher {
     return key;
   }
 
-  // `path_us`: the modeled time of the best path to `s` (time mode).
-  std::vector<Edge> Neighbors(const DistType& s, bool after_permute, double path_us);
+  // `path`: (modeled time, bytes, steps) of the best path to `s`. `improvable(key, floor)`:
+  // whether a path whose (modeled time, bytes, steps) is at least `floor` could still improve
+  // the state with that TypeKey (it is not settled and its best path is not <= floor); see
+  // once_per_class_.
+  using Floor = std::tuple<double, int64_t, int>;
+  std::vector<Edge> Neighbors(const DistType& s, bool after_permute, const Floor& path,
+                              absl::FunctionRef<bool(const std::string&, const Floor&)> improvable);
   // What identifies the permute class of `s` (the types one permute reaches).
   std::string ClassKey(const DistType& s) const;
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
@@ -267,6 +273,9 @@ class Searcher {
     // of the class counts moved devices to all the others and looks them up).
     mutable std::vector<std::vector<internal::AxisRole>> roles;
     mutable std::vector<std::string> keys;
+    // On meshes of at most internal::kKeyByteDevices devices: each member's per-device
+    // placement keys, so that a count is a byte comparison (PlacementKeyBytes).
+    mutable std::vector<std::vector<uint8_t>> key_bytes;
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
@@ -292,7 +301,10 @@ class Searcher {
   // from the settled members of least modeled time: from a member settled later at a strictly
   // larger time they reach every member strictly later than an earlier relaxation did.
   // Ties are still relaxed (their bytes may differ). `permuted_at_`: per class, the least
-  // time at which its edges were relaxed.
+  // time at which its edges were relaxed. For the same reason a permute edge is not built at
+  // all (Run would drop it, and building it counts the devices it moves) when its member is
+  // settled or already has a path no worse than (path time + alpha + B/bw, path bytes + B,
+  // path steps + 1): the edge costs exactly that time and moves at least one device.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::string, double> permuted_at_;
   std::optional<internal::MiddleGrowthBound> growth_;
@@ -336,6 +348,8 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
     if (!Contains(s.partial, axis)) pool.push_back(axis);
   }
   std::vector<bool> used(pool.size(), false);
+  std::vector<int64_t> pool_size;  // Looked up by name once, not per recursion step.
+  for (const std::string& axis : pool) pool_size.push_back(mesh_.AxisSize(axis));
   DistType t = s;
   for (Dim& dim : t.dims) dim.axes.clear();
   // Fill dimension `dim` until its axes' product is exactly size / local size.
@@ -354,7 +368,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
       rec(next, next < t.rank() ? t.dims[next].size / local[next] : 1);
     }
     for (size_t i = 0; i < pool.size(); ++i) {
-      int64_t size = mesh_.AxisSize(pool[i]);
+      const int64_t size = pool_size[i];
       if (used[i] || remaining % size != 0) continue;
       used[i] = true;
       t.dims[dim].axes.push_back(pool[i]);
@@ -381,8 +395,10 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
   return classes_.emplace(key, std::move(info)).first->second;
 }
 
-std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
-                                        double path_us) {
+std::vector<Edge> Searcher::Neighbors(
+    const DistType& s, bool after_permute, const Floor& path,
+    absl::FunctionRef<bool(const std::string&, const Floor&)> improvable) {
+  const auto& [path_us, path_bytes, path_steps] = path;
   std::vector<Edge> edges;
   const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr,
@@ -489,23 +505,44 @@ std::vector<Edge> Searcher::Neighbors(const DistType& s, bool after_permute,
       if (memo->empty()) memo->assign(info.members->size(), {-1, 0});
     }
     std::optional<internal::MovedDevicesFrom> moved_from;  // Built on the first count.
+    const bool by_bytes = mesh_.num_devices() <= internal::kKeyByteDevices;
+    std::vector<uint8_t> s_key_bytes;  // Built on the first count, with by_bytes.
+    // What Run prices such a permute at (uniform model: exact), for `improvable`.
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
+    const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
+    if (info.keys.empty()) info.keys.resize(info.members->size());
     for (size_t m = 0; m < info.members->size(); ++m) {
       const DistType& member = (*info.members)[m];
       if (member == s || OverBudget()) continue;
+      if (info.keys[m].empty()) info.keys[m] = TypeKey(member);
+      if (once_per_class_ && !improvable(info.keys[m], floor)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {
         std::tie(moved, steps) = (*memo)[m];
       } else {
-        if (!moved_from) moved_from.emplace(mesh_, s);
         if (info.roles.empty()) info.roles.resize(info.members->size());
         if (info.roles[m].empty()) info.roles[m] = internal::PlacementKeyRoles(mesh_, member);
-        moved = moved_from->ToRoles(info.roles[m], &steps);
+        if (by_bytes) {
+          // The same count and work as MovedDevicesFromRoles (a walk over the devices).
+          if (s_key_bytes.empty()) {
+            s_key_bytes =
+                internal::PlacementKeyBytes(mesh_, internal::PlacementKeyRoles(mesh_, s));
+          }
+          if (info.key_bytes.empty()) info.key_bytes.resize(info.members->size());
+          if (info.key_bytes[m].empty()) {
+            info.key_bytes[m] = internal::PlacementKeyBytes(mesh_, info.roles[m]);
+          }
+          moved = internal::CountDifferentBytes(s_key_bytes, info.key_bytes[m]);
+          steps = mesh_.num_devices();
+        } else {
+          if (!moved_from) moved_from.emplace(mesh_, s);
+          moved = moved_from->ToRoles(info.roles[m], &steps);
+        }
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);
-      if (info.keys.empty()) info.keys.resize(info.members->size());
-      if (info.keys[m].empty()) info.keys[m] = TypeKey(member);
       add(Collective::Permute({}), DistType{}, moved * in_bytes, &member, &info.keys[m]);
     }
   }
@@ -574,8 +611,15 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
     DistType current = nodes[id].type;
     const double us = nodes[id].us;
-    std::vector<Edge> edges =
-        Neighbors(current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0, us);
+    auto improvable = [&](const std::string& key, const Floor& floor) {
+      auto it = index.find(key);
+      if (it == index.end()) return true;
+      const Node& node = nodes[it->second];
+      return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
+    };
+    std::vector<Edge> edges = Neighbors(
+        current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0,
+        Floor{us, cost, steps}, improvable);
     if (OverBudget()) return WorkExhausted();
     // A permute's optimistic price (below) depends on the local bytes of `current` only.
     std::optional<int64_t> current_bytes;
