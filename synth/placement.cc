@@ -144,15 +144,29 @@ std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type) 
   return KeyRoles(mesh, type);
 }
 
-std::vector<uint8_t> PlacementKeyBytes(const Mesh& mesh, const std::vector<AxisRole>& roles) {
-  RESHARD_CHECK(mesh.num_devices() <= kKeyByteDevices) << mesh.num_devices() << " devices";
-  std::vector<uint8_t> keys(mesh.num_devices());
-  std::vector<int64_t> acc(1), unused(1);
-  const std::vector<AxisRole> none(mesh.num_axes());
-  WalkDevices(mesh, roles, acc, none, unused, [&](int64_t d) {
-    RESHARD_CHECK(acc[0] >= 0 && acc[0] < 256) << "placement key " << acc[0];
-    keys[d] = static_cast<uint8_t>(acc[0]);
-  });
+PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devices()) {
+  RESHARD_CHECK(devices_ <= kKeyByteDevices) << devices_ << " devices";
+  const int k = mesh.num_axes();
+  coordinates_.assign(k, std::vector<uint8_t>(devices_));
+  for (int64_t d = 0; d < devices_; ++d) {
+    int64_t rest = d;
+    for (int a = k - 1; a >= 0; --a) {
+      coordinates_[a][d] = static_cast<uint8_t>(rest % mesh.axes()[a].size);
+      rest /= mesh.axes()[a].size;
+    }
+  }
+}
+
+std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& roles) const {
+  std::vector<uint8_t> keys(devices_, 0);
+  for (size_t a = 0; a < coordinates_.size(); ++a) {
+    if (roles[a].slot < 0 || roles[a].weight == 0) continue;
+    // Keys number placements 0 .. devices - 1 (placement.h), so every weight is below 256.
+    RESHARD_CHECK(roles[a].weight < 256) << "placement weight " << roles[a].weight;
+    const uint8_t w = static_cast<uint8_t>(roles[a].weight);
+    const uint8_t* c = coordinates_[a].data();
+    for (int64_t d = 0; d < devices_; ++d) keys[d] = static_cast<uint8_t>(keys[d] + w * c[d]);
+  }
   return keys;
 }
 
@@ -160,7 +174,9 @@ int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uin
   RESHARD_CHECK(a.size() == b.size());
   int64_t differ = 0;
   size_t i = 0;
-  // Eight bytes at a time: fold each byte of a ^ b onto its low bit, then count those bits.
+  // Eight bytes at a time: fold each byte of a ^ b onto its low bit, then add those eight 0/1
+  // bytes with one multiplication (their sum lands in the top byte; no popcount instruction
+  // is assumed).
   for (; i + 8 <= a.size(); i += 8) {
     uint64_t x, y;
     std::memcpy(&x, a.data() + i, 8);
@@ -169,7 +185,7 @@ int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uin
     t |= t >> 4;
     t |= t >> 2;
     t |= t >> 1;
-    differ += std::popcount(t & 0x0101010101010101ULL);
+    differ += static_cast<int64_t>(((t & 0x0101010101010101ULL) * 0x0101010101010101ULL) >> 56);
   }
   for (; i < a.size(); ++i) differ += a[i] != b[i];
   return differ;

@@ -66,11 +66,21 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
 // most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
 inline constexpr int64_t kKeyByteDevices = 256;
-// Every device's placement key under `roles` (PlacementKeyRoles), one byte each, on a mesh of
-// at most kKeyByteDevices devices. The number of positions where two such vectors differ is
-// MovedDevicesFromRoles' count, without its enumeration: for callers that count one type
-// against many (a search relaxing a permute class).
-std::vector<uint8_t> PlacementKeyBytes(const Mesh& mesh, const std::vector<AxisRole>& roles);
+// Every device's placement key under given roles (PlacementKeyRoles), one byte each, on a mesh
+// of at most kKeyByteDevices devices. The number of positions where two such vectors differ
+// is MovedDevicesFromRoles' count, without its enumeration: for callers that count one type
+// against many (a search relaxing a permute class). Holds the mesh's coordinates, one byte
+// per device and axis, so that a key vector is a sum of weight x coordinate rows (exact in
+// bytes: every partial sum is at most the final key, below 256).
+class PlacementKeyBytes {
+ public:
+  explicit PlacementKeyBytes(const Mesh& mesh);
+  std::vector<uint8_t> operator()(const std::vector<AxisRole>& roles) const;
+
+ private:
+  int64_t devices_;
+  std::vector<std::vector<uint8_t>> coordinates_;  // [axis][device]
+};
 // The number of positions where `a` and `b` (same length) differ.
 int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
 

@@ -274,7 +274,7 @@ class Searcher {
     mutable std::vector<std::vector<internal::AxisRole>> roles;
     mutable std::vector<std::string> keys;
     // On meshes of at most internal::kKeyByteDevices devices: each member's per-device
-    // placement keys, so that a count is a byte comparison (PlacementKeyBytes).
+    // placement keys, so that a count is a byte comparison (internal::PlacementKeyBytes).
     mutable std::vector<std::vector<uint8_t>> key_bytes;
   };
   const PermuteClassInfo& PermuteClass(const DistType& s);
@@ -308,6 +308,7 @@ class Searcher {
   bool once_per_class_ = false;
   absl::flat_hash_map<std::string, double> permuted_at_;
   std::optional<internal::MiddleGrowthBound> growth_;
+  std::optional<internal::PlacementKeyBytes> key_bytes_;  // Meshes of <= 256 devices.
 };
 
 std::string Searcher::ClassKey(const DistType& s) const {
@@ -526,14 +527,10 @@ std::vector<Edge> Searcher::Neighbors(
         if (info.roles[m].empty()) info.roles[m] = internal::PlacementKeyRoles(mesh_, member);
         if (by_bytes) {
           // The same count and work as MovedDevicesFromRoles (a walk over the devices).
-          if (s_key_bytes.empty()) {
-            s_key_bytes =
-                internal::PlacementKeyBytes(mesh_, internal::PlacementKeyRoles(mesh_, s));
-          }
+          if (!key_bytes_) key_bytes_.emplace(mesh_);
+          if (s_key_bytes.empty()) s_key_bytes = (*key_bytes_)(internal::PlacementKeyRoles(mesh_, s));
           if (info.key_bytes.empty()) info.key_bytes.resize(info.members->size());
-          if (info.key_bytes[m].empty()) {
-            info.key_bytes[m] = internal::PlacementKeyBytes(mesh_, info.roles[m]);
-          }
+          if (info.key_bytes[m].empty()) info.key_bytes[m] = (*key_bytes_)(info.roles[m]);
           moved = internal::CountDifferentBytes(s_key_bytes, info.key_bytes[m]);
           steps = mesh_.num_devices();
         } else {
