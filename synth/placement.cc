@@ -63,27 +63,6 @@ std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
   return roles;
 }
 
-// Per mesh axis, its weight in the placement key ((b_0 * B_1 + b_1) * B_2 + ...) * S + summand
-// (B_i blocks of dimension i, S summands). Two types with the same local shape and partial
-// axes have the same B_i and S, so their keys agree exactly where the placements agree.
-std::vector<Role> KeyRoles(const Mesh& mesh, const DistType& type) {
-  std::vector<Role> roles = BlockRoles(mesh, type);
-  const int rank = type.rank();
-  std::vector<int64_t> scale(rank + 1, 1);
-  int64_t factor = 1;
-  for (int a = 0; a < mesh.num_axes(); ++a) {
-    if (roles[a].slot == rank) factor *= mesh.axes()[a].size;
-  }
-  for (int i = rank - 1; i >= 0; --i) {
-    scale[i] = factor;
-    factor *= mesh.GroupSize(type.dims[i].axes);
-  }
-  for (Role& role : roles) {
-    if (role.slot >= 0) role = Role{0, role.weight * scale[role.slot]};
-  }
-  return roles;
-}
-
 // Number of placement keys (blocks times summands) of a valid type.
 int64_t NumKeys(const Mesh& mesh, const DistType& type) {
   int64_t keys = NumSummands(mesh, type);
@@ -125,23 +104,26 @@ int64_t Saturate(__int128 value) {
 
 }  // namespace
 
+std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type) {
+  std::vector<Role> roles = BlockRoles(mesh, type);
+  const int rank = type.rank();
+  std::vector<int64_t> scale(rank + 1, 1);
+  int64_t factor = 1;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    if (roles[a].slot == rank) factor *= mesh.axes()[a].size;
+  }
+  for (int i = rank - 1; i >= 0; --i) {
+    scale[i] = factor;
+    factor *= mesh.GroupSize(type.dims[i].axes);
+  }
+  for (Role& role : roles) {
+    if (role.slot >= 0) role = Role{0, role.weight * scale[role.slot]};
+  }
+  return roles;
+}
+
 int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
-  return MovedDevicesFrom(mesh, in).To(out, work);
-}
-
-MovedDevicesFrom::MovedDevicesFrom(const Mesh& mesh, const DistType& in)
-    : mesh_(mesh), key_in_(KeyRoles(mesh, in)) {}
-
-int64_t MovedDevicesFrom::To(const DistType& out, int64_t* work) const {
-  return MovedDevicesFromRoles(mesh_, key_in_, KeyRoles(mesh_, out), work);
-}
-
-int64_t MovedDevicesFrom::ToRoles(const std::vector<AxisRole>& out_roles, int64_t* work) const {
-  return MovedDevicesFromRoles(mesh_, key_in_, out_roles, work);
-}
-
-std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type) {
-  return KeyRoles(mesh, type);
+  return MovedDevicesFromRoles(mesh, KeyRoles(mesh, in), KeyRoles(mesh, out), work);
 }
 
 PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devices()) {
@@ -352,16 +334,16 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
   for (const std::string& axis : from.partial) {
     if (AxisUse(to_, axis) != kPartial) pending *= mesh_.AxisSize(axis);
   }
-  const int64_t pieces = PiecesNeeded(from_local, to_local_, pending);
   // A size-1 partial axis sums a single summand: devices already hold the value.
-  if (pending > 1) {
-    return LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ * element_bytes),
-                       target_elements_, pieces};
-  }
-  LowerBounds bounds = ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), from_local,
-                                                   to_roles_, to_local_, target_elements_,
-                                                   element_bytes);
-  bounds.pieces = pieces;
+  LowerBounds bounds =
+      pending > 1
+          ? LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ *
+                                 element_bytes),
+                        target_elements_}
+          : ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), from_local, to_roles_,
+                                        to_local_, target_elements_, element_bytes);
+  bounds.pending = pending;
+  bounds.pieces = PiecesNeeded(from_local, to_local_, pending);
   return bounds;
 }
 

@@ -42,19 +42,12 @@ struct AxisRole {
   int64_t weight = 0;
 };
 
-// MovedDevices from one `in` to many outputs (a permute class): the same counts and work,
-// with `in`'s placement key built once rather than per output.
-class MovedDevicesFrom {
- public:
-  MovedDevicesFrom(const Mesh& mesh, const DistType& in);
-  int64_t To(const DistType& out, int64_t* work = nullptr) const;
-  // The same from `out`'s PlacementKeyRoles, for callers that count to the same outputs again.
-  int64_t ToRoles(const std::vector<AxisRole>& out_roles, int64_t* work = nullptr) const;
-
- private:
-  const Mesh& mesh_;
-  std::vector<AxisRole> key_in_;
-};
+// Per mesh axis, its weight in the placement key ((b_0 * B_1 + b_1) * B_2 + ...) * S + summand
+// (B_i blocks of dimension i, S summands; every role has slot 0, or -1 for an axis outside the
+// key). Two types with the same local shape and partial axes have the same B_i and S, so
+// their keys agree exactly where the placements agree. Callers that count one type against
+// many (a search relaxing a permute class) build each type's roles once.
+std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type);
 
 // The number of devices whose placement key differs, for keys given by per-axis weights
 // (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
@@ -66,7 +59,7 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
 // most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
 inline constexpr int64_t kKeyByteDevices = 256;
-// Every device's placement key under given roles (PlacementKeyRoles), one byte each, on a mesh
+// Every device's placement key under given roles (KeyRoles), one byte each, on a mesh
 // of at most kKeyByteDevices devices. The number of positions where two such vectors differ
 // is MovedDevicesFromRoles' count, without its enumeration: for callers that count one type
 // against many (a search relaxing a permute class). Holds the mesh's coordinates, one byte
@@ -84,9 +77,6 @@ class PlacementKeyBytes {
 // The number of positions where `a` and `b` (same length) differ.
 int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
 
-// The placement-key roles of `type`, one per mesh axis (what MovedDevicesFromRoles takes).
-std::vector<AxisRole> PlacementKeyRoles(const Mesh& mesh, const DistType& type);
-
 // MovedDevices from the placement-key roles of both types (KeyRoles of `in` and `out`, one per
 // mesh axis): the same count and the same `work` as MovedDevices. For callers that build the
 // roles themselves (synth/middle.cc, whose types are not DistTypes).
@@ -98,7 +88,10 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
 struct LowerBounds {
   int64_t bytes_total = 0;            // == LowerBoundBytesTotal(mesh, from, to).
   int64_t max_lacking_elements = 0;   // Max over devices of target elements not yet held.
-  // PiecesNeeded(local shapes of from and to, summands of from's partial axes that to drops).
+  // Summands a reduction still has to add up: the product of the sizes of from's partial
+  // axes that to does not keep.
+  int64_t pending = 1;
+  // PiecesNeeded(local shapes of from and to, pending).
   int64_t pieces = 1;
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -87,25 +87,14 @@ struct Edge {
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 
-// The number of summands a reduction from `from` to `to` still has to add up: the product of
-// the sizes of `from`'s partial axes that `to` does not keep.
-int64_t PendingSummands(const Mesh& mesh, const DistType& from, const DistType& to) {
-  int64_t pending = 1;
-  for (const std::string& axis : from.partial) {
-    if (AxisUse(to, axis) != kPartial) pending *= mesh.AxisSize(axis);
-  }
-  return pending;
-}
-
 // BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
 // pending (the source's partial axes of size > 1 that the target lacks), each of the N
 // (element, target summand) classes needs K - 1 receives that merge partial sums plus one
 // more for every further target holder (only the device completing the last merge can end
 // with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
 // + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
-int64_t BytesBound(const Mesh& mesh, const DistType& from, const DistType& to,
-                   const internal::LowerBounds& bounds) {
-  const int64_t pending = PendingSummands(mesh, from, to);
+int64_t BytesBound(const Mesh& mesh, const DistType& to, const internal::LowerBounds& bounds) {
+  const int64_t pending = bounds.pending;
   if (pending <= 2) return bounds.bytes_total;
   const __int128 extra = static_cast<__int128>(pending - 2) * GlobalElements(to) *
                          NumSummands(mesh, to) * ElementBytes(to.element_type);
@@ -131,8 +120,6 @@ double TimeBound(const Mesh& mesh, const AxisCost& fastest, const internal::Lowe
       static_cast<double>(bytes_bound) / static_cast<double>(mesh.num_devices());
   return fastest.alpha_us * std::max(1, rounds) + fastest.TransferUs(std::max(worst, average));
 }
-
-int Rounds(const internal::LowerBounds& bounds) { return internal::LatencyRounds(bounds.pieces); }
 
 class Searcher {
  public:
@@ -170,7 +157,8 @@ class Searcher {
   // Lower bounds on the rest of any path from a type to the target: modeled time (time mode;
   // 0 otherwise) and total bytes received (bytes mode with SearchOptions::bytes_bound; else 0),
   // which order the queue; `bytes_floor` is the byte bound whenever bytes_bound is set, in time
-  // mode too, where it only prunes (WithinBounds) and leaves the order of equally fast paths.
+  // mode too, where it only prunes (WithinBounds) and leaves the order of equally fast paths
+  // (so bytes_floor >= bytes, equal in bytes mode).
   struct Bound {
     double us = 0;
     int64_t bytes = 0;
@@ -195,10 +183,11 @@ class Searcher {
     if (!time_bound && !bytes_bound) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = bounds_to_(type);
-    const int64_t total = BytesBound(mesh_, type, to_, bounds);
+    const int64_t total = BytesBound(mesh_, to_, bounds);
     double us = 0;
     if (time_bound) {
-      us = TimeBound(mesh_, fastest_, bounds, total, Rounds(bounds), to_.element_type);
+      us = TimeBound(mesh_, fastest_, bounds, total, internal::LatencyRounds(bounds.pieces),
+                     to_.element_type);
       if (growth_) us = std::max(us, (*growth_)(bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
@@ -216,7 +205,7 @@ class Searcher {
   // among paths as fast as the incumbent (its plateau of ties is where such searches spend
   // their time when the incumbent is optimal).
   bool WithinBounds(const Node& node) const {
-    const int64_t floor = std::max(node.h.bytes, node.h.bytes_floor);
+    const int64_t floor = node.h.bytes_floor;
     if (floor > options_.max_cost - node.cost) return false;
     if (!timed()) return true;
     const double us = node.us + node.h.us;
@@ -257,11 +246,11 @@ class Searcher {
   // whether a path whose (modeled time, bytes, steps) is at least `floor` could still improve
   // the state with that TypeKey (it is not settled and its best path is not <= floor); see
   // once_per_class_.
+  // `in_bytes`: LocalBytes of `s`.
   using Floor = std::tuple<double, int64_t, int>;
-  std::vector<Edge> Neighbors(const DistType& s, bool after_permute, const Floor& path,
+  std::vector<Edge> Neighbors(const DistType& s, int64_t in_bytes, bool after_permute,
+                              const Floor& path,
                               absl::FunctionRef<bool(const std::string&, const Floor&)> improvable);
-  // What identifies the permute class of `s` (the types one permute reaches).
-  std::string ClassKey(const DistType& s) const;
   // The types one permute can reach from s (s included). Incomplete (and not cached) when
   // the work budget ran out while enumerating it.
   struct PermuteClassInfo {
@@ -277,7 +266,9 @@ class Searcher {
     // placement keys, so that a count is a byte comparison (internal::PlacementKeyBytes).
     mutable std::vector<std::vector<uint8_t>> key_bytes;
   };
-  const PermuteClassInfo& PermuteClass(const DistType& s);
+  // `local`: LocalShape of `s`; `key`: its class's identity (partial axes and local shape).
+  const PermuteClassInfo& PermuteClass(const DistType& s, const std::vector<int64_t>& local,
+                                       const std::string& key);
   int64_t UniformCost(const DistType& in, const Collective& op) const {
     return mesh_.num_devices() * BytesReceived(mesh_, in, op, 0);
   }
@@ -311,14 +302,9 @@ class Searcher {
   std::optional<internal::PlacementKeyBytes> key_bytes_;  // Meshes of <= 256 devices.
 };
 
-std::string Searcher::ClassKey(const DistType& s) const {
-  return absl::StrCat(absl::StrJoin(s.partial, ","), "|",
-                      absl::StrJoin(LocalShape(mesh_, s), ","));
-}
-
-const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
-  std::vector<int64_t> local = LocalShape(mesh_, s);
-  std::string key = ClassKey(s);
+const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s,
+                                                         const std::vector<int64_t>& local,
+                                                         const std::string& key) {
   auto it = classes_.find(key);
   if (it != classes_.end()) return it->second;
   // The shared cache also depends on the axes this search may place (relevant_axes_) and,
@@ -397,11 +383,10 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s) {
 }
 
 std::vector<Edge> Searcher::Neighbors(
-    const DistType& s, bool after_permute, const Floor& path,
+    const DistType& s, int64_t in_bytes, bool after_permute, const Floor& path,
     absl::FunctionRef<bool(const std::string&, const Floor&)> improvable) {
   const auto& [path_us, path_bytes, path_steps] = path;
   std::vector<Edge> edges;
-  const int64_t in_bytes = LocalBytes(mesh_, s);
   auto add = [&](Collective op, DistType next, int64_t cost, const DistType* member = nullptr,
                  const std::string* key = nullptr) {
     Charge(kTypeWork);
@@ -491,12 +476,15 @@ std::vector<Edge> Searcher::Neighbors(
   // under a uniform model it costs one alpha + B/bw instead of two. (Under a non-uniform model
   // the pairs' links matter, so there the rule is not applied.)
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    const std::vector<int64_t> local = LocalShape(mesh_, s);
+    const std::string class_key =
+        absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
     if (once_per_class_) {
-      auto [at, first] = permuted_at_.try_emplace(ClassKey(s), path_us);
+      auto [at, first] = permuted_at_.try_emplace(class_key, path_us);
       if (!first && path_us > at->second) return edges;
       at->second = std::min(at->second, path_us);
     }
-    const PermuteClassInfo& info = PermuteClass(s);
+    const PermuteClassInfo& info = PermuteClass(s, local, class_key);
     // Counts from s to each member, remembered across the searches sharing the cache (the
     // same states recur in the middle searches of different candidates). The work charged
     // is the same whether remembered or counted.
@@ -505,7 +493,7 @@ std::vector<Edge> Searcher::Neighbors(
       memo = &options_.class_cache->moved[absl::StrCat(info.shared_key, "#", TypeKey(s))];
       if (memo->empty()) memo->assign(info.members->size(), {-1, 0});
     }
-    std::optional<internal::MovedDevicesFrom> moved_from;  // Built on the first count.
+    std::vector<internal::AxisRole> s_roles;  // Built on the first count.
     const bool by_bytes = mesh_.num_devices() <= internal::kKeyByteDevices;
     std::vector<uint8_t> s_key_bytes;  // Built on the first count, with by_bytes.
     // What Run prices such a permute at (uniform model: exact), for `improvable`.
@@ -523,19 +511,19 @@ std::vector<Edge> Searcher::Neighbors(
       if (memo != nullptr && (*memo)[m].first >= 0) {
         std::tie(moved, steps) = (*memo)[m];
       } else {
+        if (s_roles.empty()) s_roles = internal::KeyRoles(mesh_, s);
         if (info.roles.empty()) info.roles.resize(info.members->size());
-        if (info.roles[m].empty()) info.roles[m] = internal::PlacementKeyRoles(mesh_, member);
+        if (info.roles[m].empty()) info.roles[m] = internal::KeyRoles(mesh_, member);
         if (by_bytes) {
           // The same count and work as MovedDevicesFromRoles (a walk over the devices).
           if (!key_bytes_) key_bytes_.emplace(mesh_);
-          if (s_key_bytes.empty()) s_key_bytes = (*key_bytes_)(internal::PlacementKeyRoles(mesh_, s));
+          if (s_key_bytes.empty()) s_key_bytes = (*key_bytes_)(s_roles);
           if (info.key_bytes.empty()) info.key_bytes.resize(info.members->size());
           if (info.key_bytes[m].empty()) info.key_bytes[m] = (*key_bytes_)(info.roles[m]);
           moved = internal::CountDifferentBytes(s_key_bytes, info.key_bytes[m]);
           steps = mesh_.num_devices();
         } else {
-          if (!moved_from) moved_from.emplace(mesh_, s);
-          moved = moved_from->ToRoles(info.roles[m], &steps);
+          moved = internal::MovedDevicesFromRoles(mesh_, s_roles, info.roles[m], &steps);
         }
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
@@ -614,12 +602,13 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       const Node& node = nodes[it->second];
       return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
     };
+    // A permute's optimistic price (below, and in Neighbors) depends on these only.
+    const int64_t current_bytes = LocalBytes(mesh_, current);
     std::vector<Edge> edges = Neighbors(
-        current, nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0,
+        current, current_bytes,
+        nodes[id].op.kind == CollectiveKind::kCollectivePermute && id > 0,
         Floor{us, cost, steps}, improvable);
     if (OverBudget()) return WorkExhausted();
-    // A permute's optimistic price (below) depends on the local bytes of `current` only.
-    std::optional<int64_t> current_bytes;
     for (Edge& edge : edges) {
       int64_t new_cost = cost + edge.cost;
       if (new_cost > options_.max_cost) continue;
@@ -640,10 +629,9 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       if (timed() && edge.us < 0) {
         // Price a permute: optimistically over the fastest link first, and exactly (with the
         // pairs MinimalPermute would pick) only when that could improve the neighbour.
-        if (!current_bytes) current_bytes = LocalBytes(mesh_, current);
         double optimistic =
             edge.cost > 0
-                ? fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(*current_bytes))
+                ? fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(current_bytes))
                 : 0;
         if (existing != nullptr &&
             std::make_tuple(us + optimistic, new_cost, new_steps) >=
@@ -749,14 +737,14 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {
-  return BytesBound(mesh, from, to, internal::ComputeLowerBounds(mesh, from, to));
+  return BytesBound(mesh, to, internal::ComputeLowerBounds(mesh, from, to));
 }
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, from, to, bounds),
-                   Rounds(bounds), to.element_type);
+  return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, to, bounds),
+                   internal::LatencyRounds(bounds.pieces), to.element_type);
 }
 
 }  // namespace reshard
