@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "synth/compact_search.h"
 #include "synth/placement.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
@@ -721,9 +722,12 @@ absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const Dist
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
-                                             const DistType& to, const SearchOptions& options,
-                                             SearchStats* stats) {
+namespace internal {
+
+absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const DistType& from,
+                                                        const DistType& to,
+                                                        const SearchOptions& options,
+                                                        SearchStats* stats) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   Searcher searcher(mesh, from, to, options);
   absl::StatusOr<std::vector<Step>> steps = searcher.Run();
@@ -734,6 +738,23 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
   }
   if (steps.ok() && !steps->empty()) steps->back().type = to;
   return steps;
+}
+
+}  // namespace internal
+
+absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
+                                             const DistType& to, const SearchOptions& options,
+                                             SearchStats* stats) {
+  if (options.class_cache == nullptr) {
+    if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+    std::optional<absl::StatusOr<std::vector<Step>>> steps =
+        internal::CompactSearch(mesh, from, to, options, nullptr, stats);
+    if (steps) {
+      if (steps->ok() && !(*steps)->empty()) (*steps)->back().type = to;
+      return *std::move(steps);
+    }
+  }
+  return internal::SearchPlanOnDistTypes(mesh, from, to, options, stats);
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -147,6 +147,16 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats = nullptr);
 
+namespace internal {
+// SearchPlan on types stored as DistTypes: what SearchPlan runs when the types cannot be
+// encoded compactly (synth/compact_search.h) or options.class_cache is set, and the reference
+// the compact search is tested against. Same contract as SearchPlan.
+absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const DistType& from,
+                                                        const DistType& to,
+                                                        const SearchOptions& options,
+                                                        SearchStats* stats = nullptr);
+}  // namespace internal
+
 // The collective_permute from `in` to `out` (same element type, global shape, partial axes
 // and local shape; both valid) that moves the fewest bytes: every device that already holds
 // the block and summand `out` assigns it keeps it (no pair), the others are matched to

@@ -27,7 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "synth/baselines.h"
-#include "synth/middle.h"
+#include "synth/compact_search.h"
 #include "synth/placement.h"
 #include "synth/plan_check.h"
 #include "synth/search.h"

@@ -1,4 +1,4 @@
-// middle_test — synth/middle.h and synth/plan_check.h against the code they replace.
+// middle_test — synth/compact_search.h and synth/plan_check.h against the code they replace.
 //
 // MiddleSearch must return exactly what SearchPlan returns for the all_to_all/permute middle
 // of a valley (same steps, same status code, same statistics and work: `normal` subtracts the
@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "synth/middle.h"
+#include "synth/compact_search.h"
 #include "synth/placement.h"
 #include "synth/plan_check.h"
 #include "synth/search.h"
@@ -122,7 +122,8 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
           break;
       }
       SearchStats want_stats, got_stats;
-      absl::StatusOr<std::vector<Step>> want = SearchPlan(mesh, *x, *y, options, &want_stats);
+      absl::StatusOr<std::vector<Step>> want =
+          internal::SearchPlanOnDistTypes(mesh, *x, *y, options, &want_stats);
       ++codes[want.status().code()];
       internal::MiddleCache cache;
       // Twice through one cache, as `normal`'s candidates share it.
@@ -190,6 +191,110 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
   EXPECT_GT(codes[absl::StatusCode::kOk], 1000);
   EXPECT_GT(codes[absl::StatusCode::kNotFound], 50);
   EXPECT_GT(codes[absl::StatusCode::kResourceExhausted], 50);
+  for (const auto& [code, count] : codes) {
+    std::printf("%s: %d\n", absl::StatusCodeToString(code).c_str(), count);
+  }
+}
+
+TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
+  std::mt19937 rng(13);
+  const char* meshes[] = {"x=8",         "x=2,y=4",     "x=4,y=4",         "x=2,y=2,z=2",
+                          "x=2,y=4,z=4", "x=1,y=2,z=4", "a=2,b=2,c=2,d=2", "x=2,y=3,z=2",
+                          "a=2,b=4,c=2,d=4"};
+  const int64_t sizes[] = {8, 16, 24, 48, 64, 256};
+  CostModel uniform;
+  CostModel skewed;
+  skewed.SetAxis("x", AxisCost{1.5, 300});
+  skewed.SetAxis("b", AxisCost{12, 20});
+  skewed.SetAxis("z", AxisCost{10, 25});
+  int compared = 0;
+  std::map<absl::StatusCode, int> codes;
+  for (int iter = 0; iter < 8000 && compared < 700; ++iter) {
+    const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
+    const int rank = 1 + static_cast<int>(rng() % 3);
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 2 == 0, nullptr);
+    if (!from) continue;
+    // Keep some of the source's partial axes, in a shuffled order (SearchPlan accepts any).
+    std::vector<std::string> kept;
+    for (const std::string& axis : from->partial) {
+      if (rng() % 3 == 0) kept.push_back(axis);
+    }
+    std::optional<DistType> to = RandomType(rng, mesh, dims, false, nullptr);
+    if (!to) continue;
+    for (const std::string& axis : kept) {
+      if (AxisUse(*to, axis) == kUnused) to->partial.push_back(axis);
+    }
+    std::shuffle(to->partial.begin(), to->partial.end(), rng);
+    if (!Validate(mesh, *to).ok()) continue;
+    ++compared;
+    const int64_t bound = std::max(LocalBytes(mesh, *from), LocalBytes(mesh, *to));
+    for (int variant = 0; variant < 8; ++variant) {
+      SearchOptions options;
+      options.max_local_bytes = bound;
+      options.max_states = 3000;
+      options.max_work = int64_t{1} << 25;
+      switch (variant) {
+        case 0:  // Normal's fallback.
+          options.bytes_bound = true;
+          options.fill_permute_pairs = false;
+          break;
+        case 1:  // Optimal.
+          options.cost_model = &uniform;
+          options.bytes_bound = true;
+          break;
+        case 2:
+          options.cost_model = &skewed;
+          options.bytes_bound = rng() % 2 == 0;
+          break;
+        case 3:  // Plain Dijkstra, a cost cap, twice the memory.
+          options.max_cost = LocalBytes(mesh, *from) * mesh.num_devices();
+          options.max_local_bytes = 2 * bound;
+          break;
+        case 4:  // An incumbent to beat (time, then bytes mode).
+          options.cost_model = &uniform;
+          options.bytes_bound = true;
+          options.incumbent = SearchOptions::Incumbent{30, bound * mesh.num_devices()};
+          break;
+        case 5:
+          options.bytes_bound = true;
+          options.incumbent = SearchOptions::Incumbent{0, bound * mesh.num_devices() / 2};
+          break;
+        case 6:  // Tight caps, no heuristic.
+          options.cost_model = &uniform;
+          options.use_heuristic = false;
+          options.max_states = 1 + static_cast<int64_t>(rng() % 20);
+          options.max_cost_us = 60;
+          break;
+        default:  // Some kinds off, a small work budget.
+          options.cost_model = &uniform;
+          options.allow_all_gather = rng() % 2 == 0;
+          options.allow_all_slice = rng() % 2 == 0;
+          options.allow_permute = rng() % 2 == 0;
+          options.max_work = 5000 + static_cast<int64_t>(rng() % 200000);
+          break;
+      }
+      SearchStats want_stats, got_stats;
+      absl::StatusOr<std::vector<Step>> want =
+          internal::SearchPlanOnDistTypes(mesh, *from, *to, options, &want_stats);
+      absl::StatusOr<std::vector<Step>> got = SearchPlan(mesh, *from, *to, options, &got_stats);
+      ++codes[want.status().code()];
+      const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*from), " -> ",
+                                             ToString(*to), " variant ", variant);
+      ASSERT_EQ(want.status(), got.status()) << where;
+      if (want.ok()) {
+        ASSERT_EQ(*want, *got) << where << "\n" << Describe(want) << "\n" << Describe(got);
+      }
+      EXPECT_EQ(want_stats.states_settled, got_stats.states_settled) << where;
+      EXPECT_EQ(want_stats.states_generated, got_stats.states_generated) << where;
+      EXPECT_EQ(want_stats.work, got_stats.work) << where;
+    }
+  }
+  EXPECT_GE(compared, 500);
+  EXPECT_GT(codes[absl::StatusCode::kOk], 1500);
+  EXPECT_GT(codes[absl::StatusCode::kNotFound], 100);
+  EXPECT_GT(codes[absl::StatusCode::kResourceExhausted], 100);
   for (const auto& [code, count] : codes) {
     std::printf("%s: %d\n", absl::StatusCodeToString(code).c_str(), count);
   }

@@ -1,0 +1,967 @@
+// compact_search.cc — SearchPlan on compact types (see compact_search.h).
+//
+// Every step below mirrors a step of Searcher in search.cc; the comments name the
+// counterpart. A type is CType: the mesh-axis indices of its dimensions, concatenated, with
+// the end of each dimension, and the mask of its partial axes. Element type and global shape
+// are the same for every state of a search, so they live in the context.
+
+#include "synth/compact_search.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "synth/placement.h"
+#include "typesys/check.h"
+#include "typesys/collective.h"
+#include "typesys/cost_model.h"
+
+namespace reshard::internal {
+namespace {
+
+// The same constants as search.cc and placement.cc (work units, device walk).
+constexpr int64_t kTypeWork = 256;
+constexpr int64_t kCountStepWork = 16;
+constexpr int64_t kWalkDevices = 4096;
+// Encoding limits: axis index + 1 fits a nibble, and a key holds 16 nibbles (one per axis
+// slot and one terminating each dimension).
+constexpr int kMaxAxes = 15;
+constexpr int kMaxRank = 8;
+constexpr int kMaxNibbles = 16;
+
+// A state's identity: its dimensions' nibbles (CType::DimsKey) and its partial mask.
+using StateKey = std::pair<uint64_t, uint32_t>;
+
+struct CType {
+  uint8_t rank = 0;
+  uint8_t end[kMaxRank] = {};  // Dimension i holds ax[begin(i), end[i]).
+  uint8_t ax[kMaxNibbles] = {};
+  uint32_t partial = 0;  // Bit a: mesh axis a is partial.
+
+  int begin(int i) const { return i == 0 ? 0 : end[i - 1]; }
+  // Axis indices + 1 per dimension, each dimension closed by a 0 nibble. Unique within one
+  // rank (the number of 0 nibbles is the rank, so dropped leading zeros cannot collide).
+  uint64_t DimsKey() const {
+    uint64_t key = 0;
+    int pos = 0;
+    int slot = 0;
+    for (int i = 0; i < rank; ++i) {
+      for (; slot < end[i]; ++slot) key |= uint64_t{ax[slot] + 1u} << (4 * pos++);
+      ++pos;
+    }
+    return key;
+  }
+  StateKey Key() const { return {DimsKey(), partial}; }
+  uint32_t DimsMask() const {
+    uint32_t mask = 0;
+    for (int s = 0; s < (rank == 0 ? 0 : end[rank - 1]); ++s) mask |= 1u << ax[s];
+    return mask;
+  }
+};
+
+// `s` with the last `len` axes of dimension `from_dim` removed (from_dim < 0: none) and
+// `count` axes `extra` appended to dimension `to_dim` (to_dim < 0: none).
+CType Rearranged(const CType& s, int from_dim, int len, int to_dim, const uint8_t* extra,
+                 int count) {
+  CType next;
+  next.rank = s.rank;
+  next.partial = s.partial;
+  int slot = 0;
+  for (int d = 0; d < s.rank; ++d) {
+    const int de = d == from_dim ? s.end[d] - len : s.end[d];
+    for (int t = s.begin(d); t < de; ++t) next.ax[slot++] = s.ax[t];
+    if (d == to_dim) {
+      for (int t = 0; t < count; ++t) next.ax[slot++] = extra[t];
+    }
+    next.end[d] = static_cast<uint8_t>(slot);
+  }
+  return next;
+}
+
+// The operation of an edge, enough to rebuild its Collective from the types it joins:
+//   kSlice, kReduceScatter: the last `len` axes of the result's dimension i;
+//   kAllReduce: the partial axes the result lost, in mesh order;
+//   kGather: the last `len` axes of the source's dimension i;
+//   kAllToAll: the last `len` axes of the source's dimension i, onto dimension j.
+enum class Kind : uint8_t { kSlice, kReduceScatter, kAllReduce, kGather, kAllToAll, kPermute };
+struct Op {
+  Kind kind = Kind::kPermute;
+  uint8_t i = 0, len = 0, j = 0;
+};
+
+int64_t SaturatedInt64(__int128 value) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return value > kMax ? kMax : static_cast<int64_t>(value);
+}
+
+}  // namespace
+
+struct MiddleCache::Impl {
+  struct Class {
+    std::vector<CType> members;
+    std::vector<uint64_t> keys;                          // members[m].DimsKey()
+    std::vector<std::array<int64_t, kMaxAxes>> weights;  // Placement-key weights.
+    // Per source state key: MovedDevices to each member and its work (-1: not computed).
+    absl::flat_hash_map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> moved;
+  };
+  // Keyed by (relevant-axes mask, partial mask, local shape...).
+  absl::flat_hash_map<std::array<int64_t, kMaxRank + 2>, std::unique_ptr<Class>> classes;
+  // The heuristic's device walk for a non-pending pair, by (target dims key, state dims key):
+  // partial axes do not enter block placements. `total` is -1 until a full walk ran (a walk
+  // that only needs the maximum stops once some device lacks everything).
+  struct Walk {
+    int64_t worst = 0;
+    int64_t total = -1;
+  };
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Walk> walks;
+  PermuteClassCache fallback;  // For middles handed to the DistType search.
+};
+
+MiddleCache::MiddleCache() : impl_(std::make_unique<Impl>()) {}
+MiddleCache::~MiddleCache() = default;
+
+namespace {
+
+class Compact {
+ public:
+  Compact(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options,
+          MiddleCache::Impl& cache)
+      : mesh_(mesh), options_(options), cache_(cache) {
+    num_axes_ = mesh.num_axes();
+    n_ = mesh.num_devices();
+    for (int a = 0; a < num_axes_; ++a) size_[a] = mesh.axes()[a].size;
+    rank_ = from.rank();
+    for (int i = 0; i < rank_; ++i) dim_size_[i] = from.dims[i].size;
+    template_ = from;
+    template_.partial.clear();
+    from_text_ = from;
+    from_text_.partial = PartialInMeshOrder(mesh, from);  // Canonical, as Searcher's from_.
+    to_text_ = to;
+    to_text_.partial = PartialInMeshOrder(mesh, to);
+    from_ = Encode(from);
+    to_ = Encode(to);
+    element_bytes_ = ElementBytes(from.element_type);
+    bool size_one = false;
+    for (int a = 0; a < num_axes_; ++a) {
+      const std::string& name = mesh.axes()[a].name;
+      if (size_[a] > 1 || AxisUse(from, name) != kUnused || AxisUse(to, name) != kUnused) {
+        relevant_.push_back(a);
+        relevant_mask_ |= 1u << a;
+        size_one |= size_[a] == 1;
+      }
+    }
+    for (int i = 0; i < rank_; ++i) to_local_[i] = LocalDim(to_, i);
+    target_elements_ = LocalElements(mesh, to);
+    // BytesBound's (K - 2) * N * element bytes, without the factor K - 2.
+    pending_unit_ = static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
+                    element_bytes_;
+    if (timed()) {
+      fastest_ = options_.cost_model->Fastest(mesh);
+      uniform_ = IsUniform(mesh, *options_.cost_model);
+      for (int a = 0; a < num_axes_; ++a) {
+        axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
+      }
+    }
+    once_per_class_ = timed() && uniform_ && !size_one;
+    if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
+        !options_.allow_all_reduce && !options_.allow_reduce_scatter) {
+      growth_.emplace(fastest_.alpha_us, fastest_.TransferUs(1.0),
+                      static_cast<double>(LocalBytes(from_)));
+    }
+  }
+
+  // Whether the types fit the encoding (else the caller uses the DistType search).
+  static bool Encodable(const Mesh& mesh, const DistType& from, const DistType& to) {
+    if (mesh.num_axes() > kMaxAxes || from.rank() == 0 || from.rank() > kMaxRank) return false;
+    for (const DistType* type : {&from, &to}) {
+      for (const Dim& dim : type->dims) {
+        for (const std::string& axis : dim.axes) {
+          if (mesh.AxisIndex(axis) < 0) return false;  // A sub-axis.
+        }
+      }
+      for (const std::string& axis : type->partial) {
+        if (mesh.AxisIndex(axis) < 0) return false;
+      }
+    }
+    // Every state's dimensions use at most the axes that are not partial in `to` (those stay
+    // partial throughout).
+    int pool = 0;
+    for (const MeshAxis& axis : mesh.axes()) {
+      if (AxisUse(to, axis.name) != kPartial) ++pool;
+    }
+    return pool + from.rank() <= kMaxNibbles;
+  }
+
+  absl::StatusOr<std::vector<Step>> Run(MiddlePath* path);
+  int64_t settled() const { return settled_; }
+  int64_t generated() const { return generated_; }
+  int64_t work() const { return work_; }
+
+ private:
+  // Searcher::Bound.
+  struct Bound {
+    double us = 0;
+    int64_t bytes = 0;
+    int64_t bytes_floor = 0;
+  };
+  struct Edge {
+    Op op;
+    CType type;
+    int64_t cost = 0;
+    double us = 0;  // -1: a permute not priced yet.
+  };
+  struct Node {
+    CType type;
+    int64_t cost = 0;
+    int steps = 0;
+    int parent = -1;
+    Op op;
+    bool settled = false;
+    double us = 0;
+    Bound h;
+    double edge_us = 0;  // The us of the edge from `parent` (time mode).
+  };
+
+  CType Encode(const DistType& type) const {
+    CType c;
+    c.rank = static_cast<uint8_t>(type.rank());
+    int slot = 0;
+    for (int i = 0; i < type.rank(); ++i) {
+      for (const std::string& axis : type.dims[i].axes) {
+        c.ax[slot++] = static_cast<uint8_t>(mesh_.AxisIndex(axis));
+      }
+      c.end[i] = static_cast<uint8_t>(slot);
+    }
+    for (const std::string& axis : type.partial) c.partial |= 1u << mesh_.AxisIndex(axis);
+    return c;
+  }
+  DistType Decode(const CType& c) const {
+    DistType type = template_;
+    for (int i = 0; i < rank_; ++i) {
+      std::vector<std::string>& axes = type.dims[i].axes;
+      axes.clear();
+      for (int s = c.begin(i); s < c.end[i]; ++s) axes.push_back(mesh_.axes()[c.ax[s]].name);
+    }
+    for (int a = 0; a < num_axes_; ++a) {
+      if (c.partial & (1u << a)) type.partial.push_back(mesh_.axes()[a].name);
+    }
+    return type;
+  }
+  std::vector<std::string> Names(const uint8_t* ax, int count) const {
+    std::vector<std::string> names;
+    names.reserve(count);
+    for (int s = 0; s < count; ++s) names.push_back(mesh_.axes()[ax[s]].name);
+    return names;
+  }
+  // The Collective of the edge `op` from `in` to `out` (without permute pairs).
+  Collective ToCollective(const CType& in, const CType& out, const Op& op) const {
+    switch (op.kind) {
+      case Kind::kSlice:
+        return Collective::AllSlice(Names(out.ax + out.end[op.i] - op.len, op.len), op.i);
+      case Kind::kReduceScatter:
+        return Collective::ReduceScatter(Names(out.ax + out.end[op.i] - op.len, op.len), op.i);
+      case Kind::kAllReduce: {
+        std::vector<std::string> axes;
+        for (int a = 0; a < num_axes_; ++a) {
+          if ((in.partial & ~out.partial) & (1u << a)) axes.push_back(mesh_.axes()[a].name);
+        }
+        return Collective::AllReduce(std::move(axes));
+      }
+      case Kind::kGather:
+        return Collective::AllGather(Names(in.ax + in.end[op.i] - op.len, op.len), op.i);
+      case Kind::kAllToAll:
+        return Collective::AllToAll(Names(in.ax + in.end[op.i] - op.len, op.len), op.i, op.j);
+      case Kind::kPermute:
+        break;
+    }
+    return Collective::Permute({});
+  }
+  int64_t Group(const CType& c, int i) const {
+    int64_t k = 1;
+    for (int s = c.begin(i); s < c.end[i]; ++s) k *= size_[c.ax[s]];
+    return k;
+  }
+  int64_t LocalDim(const CType& c, int i) const { return dim_size_[i] / Group(c, i); }
+  int64_t LocalBytes(const CType& c) const {
+    int64_t elements = 1;
+    for (int i = 0; i < rank_; ++i) elements *= LocalDim(c, i);
+    return elements * element_bytes_;
+  }
+
+  bool timed() const { return options_.cost_model != nullptr; }
+  bool Charge(int64_t units) {
+    work_ += units;
+    return work_ <= options_.max_work;
+  }
+  bool OverBudget() const { return work_ > options_.max_work; }
+
+  // placement.cc's KeyRoles weights (every axis in slot 0 of the key; 0 = not in the key).
+  void KeyWeights(const CType& c, int64_t* weight) const {
+    int64_t scale[kMaxRank + 1];
+    int64_t factor = 1;
+    int64_t partial_stride[kMaxAxes] = {};
+    for (int a = num_axes_ - 1; a >= 0; --a) {
+      weight[a] = 0;
+      if (c.partial & (1u << a)) {
+        partial_stride[a] = factor;
+        factor *= size_[a];
+      }
+    }
+    for (int i = rank_ - 1; i >= 0; --i) {
+      scale[i] = factor;
+      factor *= Group(c, i);
+    }
+    for (int a = 0; a < num_axes_; ++a) {
+      if (c.partial & (1u << a)) weight[a] = partial_stride[a];
+    }
+    for (int i = 0; i < c.rank; ++i) {
+      int64_t stride = 1;
+      for (int s = c.end[i] - 1; s >= c.begin(i); --s) {
+        weight[c.ax[s]] = stride * scale[i];
+        stride *= size_[c.ax[s]];
+      }
+    }
+  }
+  // MovedDevices (same count, same work) from key weights.
+  int64_t Moved(const int64_t* w_in, const int64_t* w_out, int64_t* work) const {
+    if (n_ > kWalkDevices) {
+      std::vector<AxisRole> in(num_axes_), out(num_axes_);
+      for (int a = 0; a < num_axes_; ++a) {
+        in[a] = AxisRole{0, w_in[a]};
+        out[a] = AxisRole{0, w_out[a]};
+      }
+      return MovedDevicesFromRoles(mesh_, in, out, work);
+    }
+    *work = n_;  // As MovedDevicesFromRoles: the same count, charged as a device walk.
+    return CountMovedByWeights(absl::MakeConstSpan(size_, num_axes_),
+                               absl::MakeConstSpan(w_in, num_axes_),
+                               absl::MakeConstSpan(w_out, num_axes_), n_);
+  }
+
+  // CostModel::StepCostUs of a collective over `count` axes `ax` of a type of `bytes` local
+  // bytes (not for permutes), in the same arithmetic.
+  double StepUs(Kind kind, const uint8_t* ax, int count, int64_t in_bytes) const {
+    const double bytes = static_cast<double>(in_bytes);
+    int64_t kk = 1;
+    AxisCost group = axis_cost_[ax[0]];
+    for (int t = 0; t < count; ++t) {
+      const AxisCost& c = axis_cost_[ax[t]];
+      group = AxisCost{std::max(group.alpha_us, c.alpha_us), std::min(group.gbps, c.gbps)};
+      kk *= size_[ax[t]];
+    }
+    const double k = static_cast<double>(kk);
+    switch (kind) {
+      case Kind::kSlice:
+        return 0;
+      case Kind::kGather:
+        return (k - 1) * group.alpha_us + group.TransferUs((k - 1) * bytes);
+      case Kind::kAllToAll:
+      case Kind::kReduceScatter:
+        return (k - 1) * group.alpha_us + group.TransferUs((k - 1) / k * bytes);
+      case Kind::kAllReduce:
+        return 2 * (k - 1) * group.alpha_us + group.TransferUs(2 * (k - 1) / k * bytes);
+      case Kind::kPermute:
+        break;
+    }
+    return 0;
+  }
+  // The exact price of a permute (non-uniform models): MinimalPermute's pairs.
+  double PermuteUs(const CType& in, const CType& out) const {
+    const DistType a = Decode(in);
+    return options_.cost_model->StepCostUs(
+        mesh_, a, MinimalPermute(mesh_, a, Decode(out), options_.cost_model));
+  }
+
+  // Searcher::Heuristic.
+  Bound Heuristic(const CType& type) {
+    const bool time_bound = timed() && options_.use_heuristic;
+    const bool bytes_bound = !timed() && options_.bytes_bound;
+    if (!time_bound && !bytes_bound) return Bound{};
+    Charge(n_);  // One pass over the devices.
+    // LowerBoundsTo(type): pending summands, then the walk or its closed form.
+    int64_t pending = 1;
+    for (int a = 0; a < num_axes_; ++a) {
+      if ((type.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
+    }
+    int64_t from_local[kMaxRank];
+    for (int i = 0; i < rank_; ++i) from_local[i] = LocalDim(type, i);
+    int64_t bytes_total = 0;
+    int64_t worst = 0;
+    if (pending > 1) {
+      bytes_total = SaturatedInt64(__int128{n_} * target_elements_ * element_bytes_);
+      worst = target_elements_;
+    } else {
+      // TimeBound needs the walk's total only through the average, which never exceeds the
+      // worst device without pending summands; only the byte bound needs it.
+      const bool need_total = options_.bytes_bound;
+      auto [it, inserted] =
+          cache_.walks.try_emplace({to_.DimsKey(), type.DimsKey()}, MiddleCache::Impl::Walk{});
+      if (inserted || (need_total && it->second.total < 0)) {
+        it->second = Walk(type, from_local, need_total);
+      }
+      worst = it->second.worst;
+      bytes_total = need_total ? it->second.total : 0;
+    }
+    const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(from_local, rank_),
+                                        absl::MakeConstSpan(to_local_, rank_), pending);
+    // BytesBound.
+    int64_t total = bytes_total;
+    if (pending > 2) total = SaturatedInt64((pending - 2) * pending_unit_ + bytes_total);
+    double us = 0;
+    if (time_bound && worst > 0) {
+      // TimeBound.
+      const double worst_bytes = static_cast<double>(worst * element_bytes_);
+      const double average = static_cast<double>(total) / static_cast<double>(n_);
+      us = fastest_.alpha_us * std::max(1, LatencyRounds(pieces)) +
+           fastest_.TransferUs(std::max(worst_bytes, average));
+    }
+    if (time_bound && growth_) us = std::max(us, (*growth_)(pieces));
+    return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
+  }
+
+  // ComputeLowerBounds' walk over the devices for a pair without pending summands: the
+  // per-device maximum of lacking target elements and (with `need_total`) their sum in bytes.
+  MiddleCache::Impl::Walk Walk(const CType& type, const int64_t* from_local,
+                               bool need_total) const {
+    int slot_from[kMaxAxes], slot_to[kMaxAxes];
+    int64_t w_from[kMaxAxes], w_to[kMaxAxes];
+    for (int a = 0; a < num_axes_; ++a) {
+      slot_from[a] = slot_to[a] = -1;
+      w_from[a] = w_to[a] = 0;
+    }
+    for (int i = 0; i < rank_; ++i) {
+      // Offsets (block * local size) grow by stride * local per unit of the coordinate.
+      int64_t stride = from_local[i];
+      for (int s = type.end[i] - 1; s >= type.begin(i); --s) {
+        slot_from[type.ax[s]] = i;
+        w_from[type.ax[s]] = stride;
+        stride *= size_[type.ax[s]];
+      }
+      stride = to_local_[i];
+      for (int s = to_.end[i] - 1; s >= to_.begin(i); --s) {
+        slot_to[to_.ax[s]] = i;
+        w_to[to_.ax[s]] = stride;
+        stride *= size_[to_.ax[s]];
+      }
+    }
+    int64_t f[kMaxRank] = {}, t[kMaxRank] = {}, coord[kMaxAxes] = {};
+    int64_t worst = 0;
+    __int128 total = 0;
+    for (int64_t d = 0; d < n_; ++d) {
+      int64_t held = 1;
+      for (int i = 0; i < rank_ && held > 0; ++i) {
+        const int64_t lo = std::max(f[i], t[i]);
+        const int64_t hi = std::min(f[i] + from_local[i], t[i] + to_local_[i]);
+        held *= std::max<int64_t>(0, hi - lo);
+      }
+      worst = std::max(worst, target_elements_ - held);
+      total += target_elements_ - held;
+      if (!need_total && worst == target_elements_) break;  // Nothing held: the maximum.
+      for (int a = num_axes_ - 1; a >= 0; --a) {
+        if (++coord[a] < size_[a]) {
+          if (slot_from[a] >= 0) f[slot_from[a]] += w_from[a];
+          if (slot_to[a] >= 0) t[slot_to[a]] += w_to[a];
+          break;
+        }
+        coord[a] = 0;
+        if (slot_from[a] >= 0) f[slot_from[a]] -= w_from[a] * (size_[a] - 1);
+        if (slot_to[a] >= 0) t[slot_to[a]] -= w_to[a] * (size_[a] - 1);
+      }
+    }
+    return {worst, need_total ? SaturatedInt64(total * element_bytes_) : -1};
+  }
+
+  // Searcher::WithinBounds and CanBeatIncumbent.
+  bool WithinBounds(const Node& node) const {
+    const int64_t floor = node.h.bytes_floor;
+    if (floor > options_.max_cost - node.cost) return false;
+    if (!timed()) return true;
+    const double us = node.us + node.h.us;
+    if (us > options_.max_cost_us) return false;
+    const int64_t bytes = floor > std::numeric_limits<int64_t>::max() - node.cost
+                              ? std::numeric_limits<int64_t>::max()
+                              : node.cost + floor;
+    return CanBeatIncumbent(us, bytes);
+  }
+  bool CanBeatIncumbent(double us, int64_t bytes) const {
+    if (!options_.incumbent) return true;
+    if (!timed()) return bytes < options_.incumbent->bytes;
+    const double tolerance = 1e-9 * std::max(1.0, options_.incumbent->us);
+    if (us < options_.incumbent->us - tolerance) return true;
+    return us <= options_.incumbent->us + tolerance && bytes < options_.incumbent->bytes;
+  }
+
+  MiddleCache::Impl::Class* PermuteClass(const CType& s, const int64_t* local, bool* complete);
+  // `path`: (modeled time, bytes, steps) of the best path to `s`; `improvable` as in
+  // Searcher::Neighbors, by state key.
+  using Floor = std::tuple<double, int64_t, int>;
+  void Neighbors(const CType& s, int64_t in_bytes, bool after_permute, const Floor& path,
+                 absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
+                 std::vector<Edge>& edges);
+  absl::Status WorkExhausted() const {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "plan search hit its work budget of ", options_.max_work, " units (", settled_,
+        " states settled on a mesh of ", mesh_.num_devices(), " devices) before reaching ",
+        ToString(to_text_)));
+  }
+
+  const Mesh& mesh_;
+  const SearchOptions& options_;
+  MiddleCache::Impl& cache_;
+  int num_axes_ = 0;
+  int64_t n_ = 0;
+  int64_t size_[kMaxAxes] = {};
+  int rank_ = 0;
+  int64_t dim_size_[kMaxRank] = {};
+  DistType template_;  // Element type and global shape; no axes.
+  DistType from_text_, to_text_;  // Canonical, for messages.
+  uint32_t relevant_mask_ = 0;
+  std::vector<int> relevant_;
+  CType from_, to_;
+  int64_t to_local_[kMaxRank] = {};
+  int64_t target_elements_ = 0;
+  __int128 pending_unit_ = 0;
+  int64_t element_bytes_ = 0;
+  AxisCost fastest_;
+  bool uniform_ = true;
+  AxisCost axis_cost_[kMaxAxes];
+  // As Searcher's: permute edges relaxed per class only from its members of least time.
+  bool once_per_class_ = false;
+  absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, double> permuted_at_;
+  std::optional<MiddleGrowthBound> growth_;
+  // Searcher::classes_: this search's classes by (partial mask, local shape).
+  absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, MiddleCache::Impl::Class*> classes_;
+  MiddleCache::Impl::Class partial_class_;
+  int64_t settled_ = 0;
+  int64_t generated_ = 0;
+  int64_t work_ = 0;
+};
+
+// Searcher::PermuteClass. `complete` is false for a class cut short by the budget (not
+// cached, no memo of counts).
+MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* local,
+                                                bool* complete) {
+  std::array<int64_t, kMaxRank + 1> own_key = {};
+  own_key[0] = s.partial;
+  std::copy(local, local + rank_, own_key.begin() + 1);
+  *complete = true;
+  auto it = classes_.find(own_key);
+  if (it != classes_.end()) return it->second;
+  std::array<int64_t, kMaxRank + 2> shared_key = {};
+  shared_key[0] = relevant_mask_;
+  std::copy(own_key.begin(), own_key.end(), shared_key.begin() + 1);
+  auto shared = cache_.classes.find(shared_key);
+  if (shared != cache_.classes.end() &&
+      shared->second->members.size() <= MaxPermuteClassSize(timed()) &&
+      work_ + static_cast<int64_t>(shared->second->members.size()) * kTypeWork <=
+          options_.max_work) {
+    work_ += static_cast<int64_t>(shared->second->members.size()) * kTypeWork;
+    return classes_.emplace(own_key, shared->second.get()).first->second;
+  }
+
+  std::vector<CType> members;
+  std::vector<int> pool;
+  for (int a : relevant_) {
+    if (!(s.partial & (1u << a))) pool.push_back(a);
+  }
+  uint32_t used = 0;  // Bit i: pool[i] is placed.
+  CType t;
+  t.rank = static_cast<uint8_t>(rank_);
+  t.partial = s.partial;
+  int count = 0;
+  // Fill dimension `dim` until its axes' product is exactly its size / local size (the
+  // enumeration of Searcher::PermuteClass, in the same order).
+  auto rec = [&](auto& self, int dim, int64_t remaining) -> void {
+    if (OverBudget()) return;
+    if (dim == rank_) {
+      Charge(kTypeWork);
+      members.push_back(t);
+      if (members.size() > MaxPermuteClassSize(timed())) work_ = options_.max_work + 1;
+      return;
+    }
+    if (remaining == 1) {
+      t.end[dim] = static_cast<uint8_t>(count);
+      int next = dim + 1;
+      self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1);
+    }
+    for (size_t i = 0; i < pool.size(); ++i) {
+      const int64_t size = size_[pool[i]];
+      if ((used & (1u << i)) || remaining % size != 0) continue;
+      used |= 1u << i;
+      t.ax[count++] = static_cast<uint8_t>(pool[i]);
+      self(self, dim, remaining / size);
+      --count;
+      used &= ~(1u << i);
+    }
+  };
+  rec(rec, 0, dim_size_[0] / local[0]);
+  auto fill = [&](MiddleCache::Impl::Class& c) {
+    c.members = std::move(members);
+    c.keys.resize(c.members.size());
+    c.weights.resize(c.members.size());
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      c.keys[m] = c.members[m].DimsKey();
+      KeyWeights(c.members[m], c.weights[m].data());
+    }
+  };
+  if (OverBudget()) {
+    fill(partial_class_);
+    partial_class_.moved.clear();
+    *complete = false;
+    return &partial_class_;
+  }
+  auto& slot = cache_.classes[shared_key];
+  slot = std::make_unique<MiddleCache::Impl::Class>();
+  fill(*slot);
+  return classes_.emplace(own_key, slot.get()).first->second;
+}
+
+// Searcher::Neighbors, in the same order.
+void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, const Floor& path,
+                        absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
+                        std::vector<Edge>& edges) {
+  const auto& [path_us, path_bytes, path_steps] = path;
+  edges.clear();
+  // `us`: the collective's modeled time (time mode); permutes are priced later (-1).
+  auto add = [&](const Op& op, const CType& next, int64_t cost, double us) {
+    Charge(kTypeWork);
+    edges.push_back(Edge{op, next, cost, timed() ? (op.kind == Kind::kPermute ? -1 : us) : 0});
+  };
+  int64_t local[kMaxRank];
+  for (int j = 0; j < rank_; ++j) local[j] = LocalDim(s, j);
+
+  const uint32_t taken = s.DimsMask() | s.partial;
+  uint8_t unused[kMaxAxes], reducible[kMaxAxes];
+  int num_unused = 0, num_reducible = 0;
+  for (int a : relevant_) {
+    if (!(taken & (1u << a))) unused[num_unused++] = static_cast<uint8_t>(a);
+  }
+  for (int a = 0; a < num_axes_; ++a) {
+    if ((s.partial & ~to_.partial) & (1u << a)) reducible[num_reducible++] = static_cast<uint8_t>(a);
+  }
+  // ForEachOrderedTuple of search.cc: every ordered tuple of distinct pool elements, by depth
+  // first extension, checking the budget before each extension.
+  auto for_each_tuple = [&](const uint8_t* pool, int size, auto visit) {
+    uint8_t tuple[kMaxAxes];
+    uint32_t used = 0;
+    auto rec = [&](auto& self, int len) -> void {
+      for (int i = 0; i < size && !OverBudget(); ++i) {
+        if (used & (1u << i)) continue;
+        used |= 1u << i;
+        tuple[len] = pool[i];
+        visit(tuple, len + 1);
+        self(self, len + 1);
+        used &= ~(1u << i);
+      }
+    };
+    rec(rec, 0);
+  };
+
+  if (options_.allow_all_slice && num_unused > 0) {
+    for_each_tuple(unused, num_unused, [&](const uint8_t* axes, int count) {
+      int64_t k = 1;
+      for (int t = 0; t < count; ++t) k *= size_[axes[t]];
+      for (int dim = 0; dim < rank_; ++dim) {
+        if (local[dim] % k != 0) continue;
+        add(Op{Kind::kSlice, static_cast<uint8_t>(dim), static_cast<uint8_t>(count), 0},
+            Rearranged(s, -1, 0, dim, axes, count), 0, 0);
+      }
+    });
+  }
+  if (options_.allow_reduce_scatter && num_reducible > 0) {
+    for_each_tuple(reducible, num_reducible, [&](const uint8_t* axes, int count) {
+      int64_t k = 1;
+      uint32_t mask = 0;
+      for (int t = 0; t < count; ++t) {
+        k *= size_[axes[t]];
+        mask |= 1u << axes[t];
+      }
+      for (int dim = 0; dim < rank_; ++dim) {
+        if (local[dim] % k != 0) continue;
+        CType next = Rearranged(s, -1, 0, dim, axes, count);
+        next.partial &= ~mask;
+        add(Op{Kind::kReduceScatter, static_cast<uint8_t>(dim), static_cast<uint8_t>(count), 0},
+            next, n_ * ((k - 1) * (in_bytes / k)),
+            timed() ? StepUs(Kind::kReduceScatter, axes, count, in_bytes) : 0);
+      }
+    });
+  }
+  if (options_.allow_all_reduce && num_reducible > 0) {
+    // Subsets in mesh order.
+    for (uint64_t subset = 1; subset < (uint64_t{1} << num_reducible); ++subset) {
+      uint8_t axes[kMaxAxes];
+      int count = 0;
+      int64_t k = 1;
+      CType next = s;
+      for (int i = 0; i < num_reducible; ++i) {
+        if (!(subset & (uint64_t{1} << i))) continue;
+        axes[count++] = reducible[i];
+        k *= size_[reducible[i]];
+        next.partial &= ~(1u << reducible[i]);
+      }
+      const int64_t received =
+          static_cast<int64_t>((__int128{2} * (k - 1) * in_bytes + k - 1) / k);
+      add(Op{Kind::kAllReduce}, next, n_ * received,
+          timed() ? StepUs(Kind::kAllReduce, axes, count, in_bytes) : 0);
+    }
+  }
+  for (int i = 0; i < rank_; ++i) {
+    const int b = s.begin(i), e = s.end[i];
+    int64_t k = 1;
+    for (int len = 1; len <= e - b; ++len) {
+      k *= size_[s.ax[e - len]];
+      const uint8_t* suffix = s.ax + e - len;
+      if (options_.allow_all_gather) {
+        add(Op{Kind::kGather, static_cast<uint8_t>(i), static_cast<uint8_t>(len), 0},
+            Rearranged(s, i, len, -1, nullptr, 0), n_ * ((k - 1) * in_bytes),
+            timed() ? StepUs(Kind::kGather, suffix, len, in_bytes) : 0);
+      }
+      if (options_.allow_all_to_all) {
+        // The same for every destination j: it depends on the moved axes only.
+        const double us = timed() ? StepUs(Kind::kAllToAll, suffix, len, in_bytes) : 0;
+        const int64_t cost = n_ * ((k - 1) * (in_bytes / k));
+        for (int j = 0; j < rank_; ++j) {
+          if (j == i || local[j] % k != 0) continue;
+          add(Op{Kind::kAllToAll, static_cast<uint8_t>(i), static_cast<uint8_t>(len),
+                 static_cast<uint8_t>(j)},
+              Rearranged(s, i, len, j, suffix, len), cost, us);
+        }
+      }
+    }
+  }
+  // As SearchPlan: no permute right after a permute (bytes mode, uniform models).
+  if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    if (once_per_class_) {
+      std::array<int64_t, kMaxRank + 1> class_key = {};
+      class_key[0] = s.partial;
+      std::copy(local, local + rank_, class_key.begin() + 1);
+      auto [at, first] = permuted_at_.try_emplace(class_key, path_us);
+      if (!first && path_us > at->second) return;
+      at->second = std::min(at->second, path_us);
+    }
+    bool complete = false;
+    MiddleCache::Impl::Class* info = PermuteClass(s, local, &complete);
+    std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
+    const uint64_t key = s.DimsKey();
+    if (complete) {
+      memo = &info->moved[key];
+      if (memo->empty()) memo->assign(info->members.size(), {-1, 0});
+    }
+    bool have_in = false;
+    int64_t w_in[kMaxAxes];
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
+    const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
+    for (size_t m = 0; m < info->members.size(); ++m) {
+      if (info->keys[m] == key || OverBudget()) continue;
+      if (once_per_class_ && !improvable(StateKey{info->keys[m], s.partial}, floor)) continue;
+      int64_t steps = 0;
+      int64_t moved = 0;
+      if (memo != nullptr && (*memo)[m].first >= 0) {
+        std::tie(moved, steps) = (*memo)[m];
+      } else {
+        if (!have_in) {
+          KeyWeights(s, w_in);
+          have_in = true;
+        }
+        moved = Moved(w_in, info->weights[m].data(), &steps);
+        if (memo != nullptr) (*memo)[m] = {moved, steps};
+      }
+      Charge(steps * kCountStepWork);
+      add(Op{Kind::kPermute}, info->members[m], moved * in_bytes, -1);
+    }
+  }
+}
+
+// Searcher::Run.
+absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
+  if (LocalBytes(from_) > options_.max_local_bytes) {
+    return absl::NotFoundError(absl::StrCat("the source ", ToString(from_text_), " has ",
+                                            LocalBytes(from_), " local bytes, above the bound of ",
+                                            options_.max_local_bytes));
+  }
+  const StateKey target = to_.Key();
+  std::vector<Node> nodes;
+  absl::flat_hash_map<StateKey, int> index;
+  using Entry = std::tuple<double, int64_t, int, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  nodes.push_back(Node{from_, 0, 0, -1, Op{}, false, 0, Heuristic(from_), 0});
+  index.emplace(from_.Key(), 0);
+  queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
+  generated_ = 1;
+  std::vector<Edge> edges;
+  while (!queue.empty()) {
+    auto [f, f_bytes, steps, id] = queue.top();
+    queue.pop();
+    if (nodes[id].settled || f_bytes != nodes[id].cost + nodes[id].h.bytes ||
+        steps != nodes[id].steps || f != nodes[id].us + nodes[id].h.us) {
+      continue;
+    }
+    const int64_t cost = nodes[id].cost;
+    if (!CanBeatIncumbent(f, f_bytes)) {
+      return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_text_), " to ",
+                                              ToString(to_text_),
+                                              " is cheaper than the one held"));
+    }
+    nodes[id].settled = true;
+    if (nodes[id].type.Key() == target) {
+      std::vector<int> path;
+      for (int n = id; n > 0; n = nodes[n].parent) path.push_back(n);
+      std::reverse(path.begin(), path.end());
+      if (out != nullptr) {
+        out->known = true;
+        out->bytes = nodes[id].cost;
+        out->step_us.clear();
+        for (int n : path) out->step_us.push_back(nodes[n].edge_us);
+      }
+      std::vector<Step> result;
+      for (int n : path) {
+        const Node& node = nodes[n];
+        const CType& parent = nodes[node.parent].type;
+        DistType type = Decode(node.type);
+        Collective op;
+        if (node.op.kind == Kind::kPermute && options_.fill_permute_pairs) {
+          op = MinimalPermute(mesh_, Decode(parent), type, options_.cost_model);
+        } else {
+          op = ToCollective(parent, node.type, node.op);
+        }
+        result.push_back(Step{std::move(op), std::move(type)});
+      }
+      return result;
+    }
+    if (++settled_ > options_.max_states) {
+      return absl::ResourceExhaustedError(absl::StrCat("plan search hit its cap of ",
+                                                       options_.max_states,
+                                                       " states before reaching ",
+                                                       ToString(to_text_)));
+    }
+    const CType current = nodes[id].type;
+    const double us = nodes[id].us;
+    auto improvable = [&](const StateKey& key, const Floor& floor) {
+      auto it = index.find(key);
+      if (it == index.end()) return true;
+      const Node& node = nodes[it->second];
+      return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
+    };
+    const int64_t current_bytes = LocalBytes(current);
+    Neighbors(current, current_bytes, id > 0 && nodes[id].op.kind == Kind::kPermute,
+              Floor{us, cost, steps}, improvable, edges);
+    if (OverBudget()) return WorkExhausted();
+    for (Edge& edge : edges) {
+      const int64_t new_cost = cost + edge.cost;
+      if (new_cost > options_.max_cost) continue;
+      // all_to_all and permutes keep the local size.
+      if (edge.op.kind != Kind::kAllToAll && edge.op.kind != Kind::kPermute &&
+          LocalBytes(edge.type) > options_.max_local_bytes) {
+        continue;
+      }
+      const int new_steps = steps + 1;
+      const StateKey key = edge.type.Key();
+      auto it = index.find(key);
+      const int existing = it == index.end() ? -1 : it->second;
+      if (existing >= 0 && nodes[existing].settled) continue;
+      if (timed() && edge.us < 0) {
+        const double optimistic =
+            edge.cost > 0
+                ? fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(current_bytes))
+                : 0;
+        if (existing >= 0 && std::make_tuple(us + optimistic, new_cost, new_steps) >=
+                                 std::make_tuple(nodes[existing].us, nodes[existing].cost,
+                                                 nodes[existing].steps)) {
+          continue;
+        }
+        // The same charge as SearchPlan's, so both stop at the same point.
+        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_))) {
+          return WorkExhausted();
+        }
+        edge.us = uniform_ || edge.cost == 0 ? optimistic : PermuteUs(current, edge.type);
+      }
+      const double new_us = us + edge.us;
+      if (timed() && new_us > options_.max_cost_us) continue;
+      if (existing < 0) {
+        const int node_id = static_cast<int>(nodes.size());
+        index.emplace(key, node_id);
+        const Bound h = Heuristic(edge.type);
+        if (OverBudget()) return WorkExhausted();
+        nodes.push_back(
+            Node{edge.type, new_cost, new_steps, id, edge.op, false, new_us, h, edge.us});
+        ++generated_;
+        if (WithinBounds(nodes.back())) {
+          queue.emplace(new_us + h.us, new_cost + h.bytes, new_steps, node_id);
+        }
+      } else {
+        Node& node = nodes[existing];
+        if (std::make_tuple(new_us, new_cost, new_steps) >=
+            std::make_tuple(node.us, node.cost, node.steps)) {
+          continue;
+        }
+        node.cost = new_cost;
+        node.steps = new_steps;
+        node.us = new_us;
+        node.parent = id;
+        node.op = edge.op;
+        node.edge_us = edge.us;
+        if (WithinBounds(node)) {
+          queue.emplace(new_us + node.h.us, new_cost + node.h.bytes, new_steps, existing);
+        }
+      }
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no plan from ", ToString(from_text_), " to ", ToString(to_text_),
+      " keeps every step within ", options_.max_local_bytes,
+      " local bytes with whole-axis collectives (exhaustive search of ", settled_,
+      " reachable types)"));
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<std::vector<Step>>> CompactSearch(
+    const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options,
+    MiddleCache* cache, SearchStats* stats, MiddlePath* path) {
+  RESHARD_CHECK(options.class_cache == nullptr) << "CompactSearch keeps its own class cache";
+  if (path != nullptr) *path = MiddlePath{};
+  if (!Compact::Encodable(mesh, from, to)) return std::nullopt;
+  MiddleCache own;
+  Compact search(mesh, from, to, options, cache != nullptr ? cache->impl() : own.impl());
+  absl::StatusOr<std::vector<Step>> steps = search.Run(path);
+  if (stats != nullptr) {
+    stats->states_settled = search.settled();
+    stats->states_generated = search.generated();
+    stats->work = search.work();
+  }
+  return steps;
+}
+
+absl::StatusOr<std::vector<Step>> MiddleSearch(const Mesh& mesh, const DistType& from,
+                                               const DistType& to, const SearchOptions& options,
+                                               MiddleCache& cache, SearchStats* stats,
+                                               MiddlePath* path) {
+  RESHARD_CHECK(!options.allow_all_slice && !options.allow_all_gather &&
+                !options.allow_all_reduce && !options.allow_reduce_scatter &&
+                options.allow_all_to_all && !options.fill_permute_pairs &&
+                options.class_cache == nullptr)
+      << "MiddleSearch is the all_to_all/permute search";
+  std::optional<absl::StatusOr<std::vector<Step>>> steps =
+      CompactSearch(mesh, from, to, options, &cache, stats, path);
+  if (!steps) {
+    SearchOptions fallback = options;
+    fallback.class_cache = &cache.impl().fallback;
+    return SearchPlan(mesh, from, to, fallback, stats);
+  }
+  if (steps->ok() && !(*steps)->empty()) (*steps)->back().type = to;
+  return *std::move(steps);
+}
+
+}  // namespace reshard::internal
