@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <string>
 #include <tuple>
@@ -112,6 +113,12 @@ struct MiddleCache::Impl {
     std::vector<CType> members;
     std::vector<uint64_t> keys;                          // members[m].DimsKey()
     std::vector<std::array<int64_t, kMaxAxes>> weights;  // Placement-key weights.
+    // On meshes of at most kKeyByteDevices devices: each member's per-device placement keys
+    // (PlacementKeyBytes), so that a count is a byte comparison. Built when a member is
+    // counted the second time: building them costs about one count, and in the middles of
+    // `normal` most members are counted once.
+    std::vector<std::vector<uint8_t>> key_bytes;
+    std::vector<uint8_t> counted;  // Per member: counted before.
     // Per source state key: MovedDevices to each member and its work (-1: not computed).
     absl::flat_hash_map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> moved;
   };
@@ -125,6 +132,7 @@ struct MiddleCache::Impl {
     int64_t total = -1;
   };
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Walk> walks;
+  std::optional<PlacementKeyBytes> key_bytes;  // Meshes of <= kKeyByteDevices devices.
   PermuteClassCache fallback;  // For middles handed to the DistType search.
 };
 
@@ -135,9 +143,10 @@ namespace {
 
 class Compact {
  public:
+  // `shared`: whether `cache` serves other searches too (then heuristic walks are remembered).
   Compact(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options,
-          MiddleCache::Impl& cache)
-      : mesh_(mesh), options_(options), cache_(cache) {
+          MiddleCache::Impl& cache, bool shared)
+      : mesh_(mesh), options_(options), cache_(cache), shared_(shared) {
     num_axes_ = mesh.num_axes();
     n_ = mesh.num_devices();
     for (int a = 0; a < num_axes_; ++a) size_[a] = mesh.axes()[a].size;
@@ -333,6 +342,13 @@ class Compact {
       }
     }
   }
+  // PlacementKeyBytes of the key with these weights.
+  std::vector<uint8_t> KeyBytes(const int64_t* weight) {
+    if (!cache_.key_bytes) cache_.key_bytes.emplace(mesh_);
+    std::vector<AxisRole> roles(num_axes_);
+    for (int a = 0; a < num_axes_; ++a) roles[a] = AxisRole{0, weight[a]};
+    return (*cache_.key_bytes)(roles);
+  }
   // MovedDevices (same count, same work) from key weights.
   int64_t Moved(const int64_t* w_in, const int64_t* w_out, int64_t* work) const {
     if (n_ > kWalkDevices) {
@@ -405,13 +421,19 @@ class Compact {
       // TimeBound needs the walk's total only through the average, which never exceeds the
       // worst device without pending summands; only the byte bound needs it.
       const bool need_total = options_.bytes_bound;
-      auto [it, inserted] =
-          cache_.walks.try_emplace({to_.DimsKey(), type.DimsKey()}, MiddleCache::Impl::Walk{});
-      if (inserted || (need_total && it->second.total < 0)) {
-        it->second = Walk(type, from_local, need_total);
+      MiddleCache::Impl::Walk walk;
+      if (shared_) {
+        auto [it, inserted] =
+            cache_.walks.try_emplace({to_.DimsKey(), type.DimsKey()}, MiddleCache::Impl::Walk{});
+        if (inserted || (need_total && it->second.total < 0)) {
+          it->second = Walk(type, from_local, need_total);
+        }
+        walk = it->second;
+      } else {
+        walk = Walk(type, from_local, need_total);
       }
-      worst = it->second.worst;
-      bytes_total = need_total ? it->second.total : 0;
+      worst = walk.worst;
+      bytes_total = need_total ? walk.total : 0;
     }
     const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(from_local, rank_),
                                         absl::MakeConstSpan(to_local_, rank_), pending);
@@ -519,6 +541,7 @@ class Compact {
   const Mesh& mesh_;
   const SearchOptions& options_;
   MiddleCache::Impl& cache_;
+  const bool shared_;
   int num_axes_ = 0;
   int64_t n_ = 0;
   int64_t size_[kMaxAxes] = {};
@@ -618,6 +641,8 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   if (OverBudget()) {
     fill(partial_class_);
     partial_class_.moved.clear();
+    partial_class_.key_bytes.clear();
+    partial_class_.counted.clear();
     *complete = false;
     return &partial_class_;
   }
@@ -760,6 +785,8 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     }
     bool have_in = false;
     int64_t w_in[kMaxAxes];
+    const bool by_bytes = n_ <= kKeyByteDevices;
+    std::vector<uint8_t> in_key_bytes;  // With by_bytes, built on the first count.
     const double permute_us =
         fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
     const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
@@ -775,7 +802,20 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
           KeyWeights(s, w_in);
           have_in = true;
         }
-        moved = Moved(w_in, info->weights[m].data(), &steps);
+        if (by_bytes && info->counted.empty()) {
+          info->counted.assign(info->members.size(), 0);
+          info->key_bytes.resize(info->members.size());
+        }
+        if (by_bytes && info->counted[m]) {
+          // The same count and work as Moved (charged as a walk over the devices).
+          if (in_key_bytes.empty()) in_key_bytes = KeyBytes(w_in);
+          if (info->key_bytes[m].empty()) info->key_bytes[m] = KeyBytes(info->weights[m].data());
+          moved = CountDifferentBytes(in_key_bytes, info->key_bytes[m]);
+          steps = n_;
+        } else {
+          moved = Moved(w_in, info->weights[m].data(), &steps);
+          if (by_bytes) info->counted[m] = 1;
+        }
         if (memo != nullptr) (*memo)[m] = {moved, steps};
       }
       Charge(steps * kCountStepWork);
@@ -934,7 +974,8 @@ std::optional<absl::StatusOr<std::vector<Step>>> CompactSearch(
   if (path != nullptr) *path = MiddlePath{};
   if (!Compact::Encodable(mesh, from, to)) return std::nullopt;
   MiddleCache own;
-  Compact search(mesh, from, to, options, cache != nullptr ? cache->impl() : own.impl());
+  Compact search(mesh, from, to, options, cache != nullptr ? cache->impl() : own.impl(),
+                 cache != nullptr);
   absl::StatusOr<std::vector<Step>> steps = search.Run(path);
   if (stats != nullptr) {
     stats->states_settled = search.settled();
