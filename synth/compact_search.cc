@@ -183,6 +183,7 @@ class Compact {
       }
     }
     once_per_class_ = timed() && uniform_ && !size_one;
+    permutes_move_ = !size_one;
     if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
         !options_.allow_all_reduce && !options_.allow_reduce_scatter) {
       growth_.emplace(fastest_.alpha_us, fastest_.TransferUs(1.0),
@@ -562,6 +563,7 @@ class Compact {
   // As Searcher's: permute edges relaxed per class only from its members of least time.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, double> permuted_at_;
+  bool permutes_move_ = false;  // As Searcher's.
   std::optional<MiddleGrowthBound> growth_;
   // Searcher::classes_: this search's classes by (partial mask, local shape).
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, MiddleCache::Impl::Class*> classes_;
@@ -767,6 +769,18 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
   }
   // As SearchPlan: no permute right after a permute (bytes mode, uniform models).
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    if (permutes_move_) {
+      int64_t pending = 1;
+      for (int a = 0; a < num_axes_; ++a) {
+        if ((s.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
+      }
+      const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(local, rank_),
+                                          absl::MakeConstSpan(to_local_, rank_), pending);
+      if (PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr, pieces,
+                                  path_us, path_bytes, in_bytes)) {
+        return;
+      }
+    }
     if (once_per_class_) {
       std::array<int64_t, kMaxRank + 1> class_key = {};
       class_key[0] = s.partial;

@@ -139,6 +139,7 @@ class Searcher {
       }
     }
     once_per_class_ = timed() && uniform_ && !size_one;
+    permutes_move_ = !size_one;
     // Restricted to a valley's middle (all_to_all and permutes keep the local size): the
     // stronger bound of MiddleGrowthBound holds too, as in synth/middle.cc.
     if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
@@ -299,6 +300,10 @@ class Searcher {
   // path steps + 1): the edge costs exactly that time and moves at least one device.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::string, double> permuted_at_;
+  // No size-1 axis in play: a permute to any other member of a class moves a device, so it
+  // receives at least the local bytes and costs at least the cheapest permute (see
+  // internal::PermuteClassOutOfBounds).
+  bool permutes_move_ = false;
   std::optional<internal::MiddleGrowthBound> growth_;
   std::optional<internal::PlacementKeyBytes> key_bytes_;  // Meshes of <= 256 devices.
 };
@@ -478,6 +483,17 @@ std::vector<Edge> Searcher::Neighbors(
   // the pairs' links matter, so there the rule is not applied.)
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
     const std::vector<int64_t> local = LocalShape(mesh_, s);
+    if (permutes_move_) {
+      int64_t pending = 1;
+      for (const std::string& axis : s.partial) {
+        if (!Contains(to_.partial, axis)) pending *= mesh_.AxisSize(axis);
+      }
+      const int64_t pieces = internal::PiecesNeeded(local, bounds_to_.to_local(), pending);
+      if (internal::PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr,
+                                            pieces, path_us, path_bytes, in_bytes)) {
+        return edges;
+      }
+    }
     const std::string class_key =
         absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
     if (once_per_class_) {

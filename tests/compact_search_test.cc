@@ -300,6 +300,90 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
   }
 }
 
+// Branch and bound prunes nothing within its bounds (what makes skipping whole permute classes,
+// internal::PermuteClassOutOfBounds, and the heuristic's pruning sound): with max_cost and
+// max_cost_us set to an optimum's own cost the search returns a plan of that cost, and just
+// below it NotFound. Full searches (bytes mode, time mode under a uniform and a skewed model) and
+// middles (all_to_all and permutes between types of one local size, where the growth bound
+// applies).
+TEST(SearchBounds, PruneNothingWithinThem) {
+  std::mt19937 rng(17);
+  const char* meshes[] = {"x=8", "x=2,y=4", "x=4,y=4", "x=2,y=2,z=2", "x=2,y=4,z=4",
+                          "a=2,b=2,c=2,d=2", "x=2,y=3,z=2"};
+  const int64_t sizes[] = {8, 16, 24, 64, 256};
+  CostModel uniform;
+  CostModel skewed;
+  skewed.SetAxis("x", AxisCost{1.5, 300});
+  skewed.SetAxis("z", AxisCost{10, 25});
+  int checked = 0;
+  for (int iter = 0; iter < 4000 && checked < 600; ++iter) {
+    const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
+    const int rank = 1 + static_cast<int>(rng() % 3);
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    const bool middle = rng() % 2 == 0;
+    std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 3 == 0, nullptr);
+    if (!from) continue;
+    std::optional<DistType> to = RandomType(rng, mesh, dims, middle && !from->partial.empty(),
+                                            &from->partial);
+    if (!to || from == to) continue;
+    if (middle && (LocalBytes(mesh, *from) != LocalBytes(mesh, *to) ||
+                   PartialInMeshOrder(mesh, *from) != PartialInMeshOrder(mesh, *to))) {
+      continue;
+    }
+    const int variant = static_cast<int>(rng() % 3);
+    SearchOptions options;
+    options.max_local_bytes = std::max(LocalBytes(mesh, *from), LocalBytes(mesh, *to));
+    options.max_states = 5000;
+    options.cost_model = variant == 0 ? nullptr : variant == 1 ? &uniform : &skewed;
+    options.bytes_bound = rng() % 2 == 0;
+    if (middle) {
+      options.allow_all_slice = options.allow_all_gather = false;
+      options.allow_all_reduce = options.allow_reduce_scatter = false;
+    }
+    absl::StatusOr<std::vector<Step>> best = SearchPlan(mesh, *from, *to, options);
+    if (!best.ok() || best->empty()) continue;
+    ++checked;
+    // The plan's cost as the search adds it up.
+    double us = 0;
+    int64_t bytes = 0;
+    const DistType* in = &*from;
+    for (const Step& step : *best) {
+      if (options.cost_model != nullptr) us += options.cost_model->StepCostUs(mesh, *in, step.op);
+      for (int64_t d = 0; d < mesh.num_devices(); ++d) bytes += BytesReceived(mesh, *in, step.op, d);
+      in = &step.type;
+    }
+    const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*from), " -> ",
+                                           ToString(*to), " variant ", variant,
+                                           middle ? " middle" : "");
+    SearchOptions within = options;
+    within.max_cost = bytes;
+    if (options.cost_model != nullptr) within.max_cost_us = us + 1e-9 * std::max(1.0, us);
+    absl::StatusOr<std::vector<Step>> again = SearchPlan(mesh, *from, *to, within);
+    ASSERT_TRUE(again.ok()) << where << ": " << again.status();
+    // Another plan of the same cost may come first: the bounds drop paths before their ties.
+    const Metrics want = ComputeMetrics(mesh, *from, *best, options.cost_model == nullptr
+                                                                ? CostModel{}
+                                                                : *options.cost_model);
+    const Metrics got = ComputeMetrics(mesh, *from, *again, options.cost_model == nullptr
+                                                                ? CostModel{}
+                                                                : *options.cost_model);
+    EXPECT_EQ(want.bytes_received_total, got.bytes_received_total) << where;
+    if (options.cost_model != nullptr) EXPECT_EQ(want.cost_us, got.cost_us) << where;
+    SearchOptions below = options;
+    if (options.cost_model != nullptr && us > 1e-6) {
+      below.max_cost_us = us * (1 - 1e-6);
+    } else {
+      below.max_cost = bytes - 1;
+    }
+    if (options.cost_model == nullptr || us > 1e-6 || bytes > 0) {
+      EXPECT_EQ(SearchPlan(mesh, *from, *to, below).status().code(), absl::StatusCode::kNotFound)
+          << where;
+    }
+  }
+  EXPECT_GE(checked, 300);
+}
+
 // g(m) of MiddleGrowthBound by hand (alpha 5 µs, B/bw 10 µs: f(k) = 5(k-1) + 10(k-1)/k), its
 // recursion g(m) <= f(k) + g(ceil(m/k)) (what makes it consistent), and monotonicity.
 TEST(MiddleGrowthBound, SmallestCostOfGrowingReach) {
