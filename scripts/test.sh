@@ -12,7 +12,8 @@ JOBS=${RESHARD_JOBS:-2}
 # The sanitizer pass builds only these; they are the ctest labels of their tests. The
 # strategy properties (exact A* search, 1000 cases each) take over 10 minutes per property
 # in a Debug+ASan build, so they run only in the Release pass.
-SANITIZED_TARGETS=(typesys_test interp_test synth_test sub_axis_test property_test regression_test)
+SANITIZED_TARGETS=(typesys_test interp_test synth_test sub_axis_test property_test regression_test
+                   compact_search_test)
 
 summaries=()
 status=0

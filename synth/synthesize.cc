@@ -948,6 +948,18 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
 
 namespace {
 
+// Aborts with `what` unless `plan` type-checks and ends at its target: CheckPlan without what
+// holds for every plan built here (a valid source; metrics computed from the same steps, on
+// this mesh or on a refinement of it, which prices them alike) and with permutes checked by
+// placement keys (synth/plan_check.h). Debug builds run CheckPlan as well.
+void CheckOrDie(const Plan& plan, std::string_view what) {
+  absl::Status check = internal::CheckSynthesizedPlan(plan);
+#ifndef NDEBUG
+  if (check.ok()) check = CheckPlan(plan);
+#endif
+  RESHARD_CHECK(check.ok()) << what << ": " << check;
+}
+
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
 // `keep_incumbent`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
 // `mesh`) is used by normal and optimal only.
@@ -1030,13 +1042,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   plan.steps = std::move(steps);
   plan.cost_model = options.cost_model;
   plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model);  // Includes the bound.
-  // CheckPlan without what is guaranteed here (valid source, metrics just computed) and with
-  // permutes checked by placement keys (synth/plan_check.h); debug builds run both.
-  absl::Status check = internal::CheckSynthesizedPlan(plan);
-#ifndef NDEBUG
-  if (check.ok()) check = CheckPlan(plan);
-#endif
-  RESHARD_CHECK(check.ok()) << "synthesized an ill-typed plan: " << check;
+  CheckOrDie(plan, "synthesized an ill-typed plan");
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
                   std::max(LocalBytes(mesh, from), LocalBytes(mesh, to)))
@@ -1063,8 +1069,7 @@ absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const D
   if (!plan.ok()) return plan.status();
   // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
   Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
-  absl::Status check = CheckPlan(coarse);
-  RESHARD_CHECK(check.ok()) << "coarsened an ill-typed plan: " << check;
+  CheckOrDie(coarse, "coarsened an ill-typed plan");
   return coarse;
 }
 
@@ -1093,8 +1098,7 @@ Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
   split.metrics = ComputeMetrics(atoms, from, split.steps, options.cost_model);
   if (!Better(split.metrics, plan.metrics, options.objective)) return plan;
   Plan coarse = CoarsenPlan(refinement.mesh(), std::move(split));
-  absl::Status check = CheckPlan(coarse);
-  RESHARD_CHECK(check.ok()) << "split an ill-typed plan: " << check;
+  CheckOrDie(coarse, "split an ill-typed plan");
   return coarse;
 }
 
