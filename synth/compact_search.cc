@@ -449,8 +449,32 @@ class Compact {
       us = fastest_.alpha_us * std::max(1, LatencyRounds(pieces)) +
            fastest_.TransferUs(std::max(worst_bytes, average));
     }
-    if (time_bound && growth_) us = std::max(us, (*growth_)(pieces));
+    if (time_bound && growth_) us = std::max(us, GrowthBound(type, pieces));
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
+  }
+
+  // Searcher::GrowthBound.
+  double GrowthBound(const CType& type, int64_t pieces) {
+    if (!permutes_move_) return (*growth_)(pieces);
+    int64_t unsettled = 1;
+    for (int i = 0; i < rank_; ++i) {
+      const int b = type.begin(i), e = type.end[i], tb = to_.begin(i), te = to_.end[i];
+      int common = 0;
+      while (b + common < e && tb + common < te && type.ax[b + common] == to_.ax[tb + common]) {
+        ++common;
+      }
+      for (int p = b + common; p < e; ++p) unsettled *= size_[type.ax[p]];
+    }
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(LocalBytes(from_)));
+    return growth_->Order(pieces, type.DimsMask() == to_.DimsMask(), unsettled, permute_us);
+  }
+
+  // Searcher::MemberOutOfBounds.
+  bool MemberOutOfBounds(const CType& member, int64_t pieces, double path_us,
+                         double permute_us) {
+    if (!growth_ || !permutes_move_ || !options_.use_heuristic) return false;
+    return path_us + permute_us + GrowthBound(member, pieces) > options_.max_cost_us;
   }
 
   // ComputeLowerBounds' walk over the devices for a pair without pending summands: the
@@ -769,12 +793,13 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
   }
   // As SearchPlan: no permute right after a permute (bytes mode, uniform models).
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
+    int64_t pieces = 0;  // As Searcher's.
     if (permutes_move_) {
       int64_t pending = 1;
       for (int a = 0; a < num_axes_; ++a) {
         if ((s.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
       }
-      const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(local, rank_),
+      pieces = PiecesNeeded(absl::MakeConstSpan(local, rank_),
                                           absl::MakeConstSpan(to_local_, rank_), pending);
       if (PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr, pieces,
                                   path_us, path_bytes, in_bytes)) {
@@ -807,6 +832,7 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     for (size_t m = 0; m < info->members.size(); ++m) {
       if (info->keys[m] == key || OverBudget()) continue;
       if (once_per_class_ && !improvable(StateKey{info->keys[m], s.partial}, floor)) continue;
+      if (MemberOutOfBounds(info->members[m], pieces, path_us, permute_us)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {

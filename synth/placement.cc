@@ -403,6 +403,14 @@ double MiddleGrowthBound::operator()(int64_t pieces) {
   return memo_[m0];
 }
 
+double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettled,
+                                double permute_us) {
+  // Scaled down like f(k), so that rounding never lifts it above a permute's modeled time.
+  const double with_permute = permute_us * (1 - 1e-12) + (*this)(pieces);
+  if (!same_axes) return with_permute;
+  return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
+}
+
 bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
                              MiddleGrowthBound* growth, int64_t pieces, double path_us,
                              int64_t path_bytes, int64_t in_bytes) {

@@ -134,6 +134,20 @@ class MiddleGrowthBound {
   MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes);
   double operator()(int64_t pieces);
 
+  // A stronger bound for the same paths when every permute moves a device (no size-1 axis in
+  // play), so costs at least `permute_us` (alpha + B/bw of the fastest axis). A path without
+  // permutes moves every dimension axis of the type that is not in the common prefix of its
+  // dimension with the target's same dimension (all_to_all only removes suffixes and appends,
+  // so an axis that is never moved keeps everything before it): `unsettled` is the product of
+  // those axes' sizes, and the path's all_to_alls, whose group sizes multiply to at least
+  // max(pieces, unsettled), cost at least g(max(pieces, unsettled)); it cannot reach the target
+  // at all when the type's dimension axes are not the target's (`same_axes` false). A path
+  // with a permute costs at least permute_us + g(pieces) (permutes keep the local shape). The
+  // bound is the smaller of the two. Consistent: an all_to_all over k lowers pieces and
+  // unsettled at most k-fold and costs at least f(k); a permute costs at least permute_us and
+  // leaves pieces unchanged.
+  double Order(int64_t pieces, bool same_axes, int64_t unsettled, double permute_us);
+
  private:
   double f(int64_t k) const;
   double alpha_us_, b_us_;  // alpha, and B/bw in µs

@@ -190,9 +190,40 @@ class Searcher {
     if (time_bound) {
       us = TimeBound(mesh_, fastest_, bounds, total, internal::LatencyRounds(bounds.pieces),
                      to_.element_type);
-      if (growth_) us = std::max(us, (*growth_)(bounds.pieces));
+      if (growth_) us = std::max(us, GrowthBound(type, bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
+  }
+  // The middle's bound (MiddleGrowthBound, with its order term when permutes move devices).
+  double GrowthBound(const DistType& type, int64_t pieces) {
+    if (!permutes_move_) return (*growth_)(pieces);
+    std::vector<std::string> axes, target_axes;
+    int64_t unsettled = 1;
+    for (int i = 0; i < type.rank(); ++i) {
+      const std::vector<std::string>& have = type.dims[i].axes;
+      const std::vector<std::string>& want = to_.dims[i].axes;
+      size_t common = 0;
+      while (common < have.size() && common < want.size() && have[common] == want[common]) {
+        ++common;
+      }
+      for (size_t p = common; p < have.size(); ++p) unsettled *= mesh_.AxisSize(have[p]);
+      axes.insert(axes.end(), have.begin(), have.end());
+      target_axes.insert(target_axes.end(), want.begin(), want.end());
+    }
+    std::sort(axes.begin(), axes.end());
+    std::sort(target_axes.begin(), target_axes.end());
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(LocalBytes(mesh_, from_)));
+    return growth_->Order(pieces, axes == target_axes, unsettled, permute_us);
+  }
+  // Whether the permute edge to class member `member` (PiecesNeeded `pieces`) would make a
+  // node never queued for max_cost_us: in a middle whose permutes move devices, the edge
+  // costs at least `permute_us` (the cheapest permute) and the member's heuristic is at least
+  // its GrowthBound, which needs no walk over the devices. Such edges are not built.
+  bool MemberOutOfBounds(const DistType& member, int64_t pieces, double path_us,
+                         double permute_us) {
+    if (!growth_ || !permutes_move_ || !options_.use_heuristic) return false;
+    return path_us + permute_us + GrowthBound(member, pieces) > options_.max_cost_us;
   }
   // Adds to the work done; false once the budget is spent.
   bool Charge(int64_t units) {
@@ -483,12 +514,13 @@ std::vector<Edge> Searcher::Neighbors(
   // the pairs' links matter, so there the rule is not applied.)
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
     const std::vector<int64_t> local = LocalShape(mesh_, s);
+    int64_t pieces = 0;  // PiecesNeeded, the same at every member (with permutes_move_).
     if (permutes_move_) {
       int64_t pending = 1;
       for (const std::string& axis : s.partial) {
         if (!Contains(to_.partial, axis)) pending *= mesh_.AxisSize(axis);
       }
-      const int64_t pieces = internal::PiecesNeeded(local, bounds_to_.to_local(), pending);
+      pieces = internal::PiecesNeeded(local, bounds_to_.to_local(), pending);
       if (internal::PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr,
                                             pieces, path_us, path_bytes, in_bytes)) {
         return edges;
@@ -523,6 +555,7 @@ std::vector<Edge> Searcher::Neighbors(
       if (member == s || OverBudget()) continue;
       if (info.keys[m].empty()) info.keys[m] = TypeKey(member);
       if (once_per_class_ && !improvable(info.keys[m], floor)) continue;
+      if (MemberOutOfBounds(member, pieces, path_us, permute_us)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {

@@ -8,6 +8,7 @@
 // without a cost bound, time mode under a uniform and a non-uniform model, and tight state
 // and work caps. CheckSynthesizedPlan must agree with CheckPlan on synthesized plans and on
 // plans whose permute pairs were mutated.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -160,8 +161,8 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
             in = &step.type;
           }
           EXPECT_EQ(path.bytes, bytes) << where;
-          // The growth bound (the middle's heuristic) is below what the rest of this optimal
-          // path costs, from every type on it.
+          // The growth bound and its order term (the middle's heuristic) are below what the
+          // rest of this optimal path costs, from every type on it.
           if (options.cost_model != nullptr) {
             const AxisCost fastest = options.cost_model->Fastest(mesh);
             internal::MiddleGrowthBound growth(fastest.alpha_us, fastest.TransferUs(1.0),
@@ -170,10 +171,35 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
             double rest = 0;
             for (double us : path.step_us) rest += us;
             const DistType* at = &*x;
+            bool size_one = false;
+            for (const MeshAxis& axis : mesh.axes()) size_one |= axis.size == 1;
+            const double permute_us =
+                fastest.alpha_us + fastest.TransferUs(static_cast<double>(LocalBytes(mesh, *x)));
             for (size_t k = 0; k <= got->size(); ++k) {
-              const double bound =
-                  growth(internal::PiecesNeeded(LocalShape(mesh, *at), y_local, 1));
+              const int64_t pieces = internal::PiecesNeeded(LocalShape(mesh, *at), y_local, 1);
+              const double bound = growth(pieces);
               ASSERT_LE(bound, rest + 1e-9) << where << " from step " << k;
+              if (!size_one) {  // The order term: permutes move devices.
+                int64_t unsettled = 1;
+                std::vector<std::string> have_axes, want_axes;
+                for (int i = 0; i < at->rank(); ++i) {
+                  const std::vector<std::string>& have = at->dims[i].axes;
+                  const std::vector<std::string>& want = y->dims[i].axes;
+                  size_t common = 0;
+                  while (common < have.size() && common < want.size() &&
+                         have[common] == want[common]) {
+                    ++common;
+                  }
+                  for (size_t p = common; p < have.size(); ++p) unsettled *= mesh.AxisSize(have[p]);
+                  have_axes.insert(have_axes.end(), have.begin(), have.end());
+                  want_axes.insert(want_axes.end(), want.begin(), want.end());
+                }
+                std::sort(have_axes.begin(), have_axes.end());
+                std::sort(want_axes.begin(), want_axes.end());
+                const double order =
+                    growth.Order(pieces, have_axes == want_axes, unsettled, permute_us);
+                ASSERT_LE(order, rest + 1e-9) << where << " order bound from step " << k;
+              }
               if (k < got->size()) {
                 rest -= path.step_us[k];
                 at = &(*got)[k].type;
