@@ -470,11 +470,23 @@ class Compact {
     return growth_->Order(pieces, type.DimsMask() == to_.DimsMask(), unsettled, permute_us);
   }
 
-  // Searcher::MemberOutOfBounds.
-  bool MemberOutOfBounds(const CType& member, int64_t pieces, double path_us,
-                         double permute_us) {
+  // Searcher::MemberOutOfBounds for member m of `info`. The member's GrowthBound depends only
+  // on the member and this search's target (its pieces are the class's), so it is computed
+  // once per member and search; not for a class cut short by the budget, whose storage is
+  // reused.
+  bool MemberOutOfBounds(const MiddleCache::Impl::Class* info, bool complete, size_t m,
+                         int64_t pieces, double path_us, double permute_us) {
     if (!growth_ || !permutes_move_ || !options_.use_heuristic) return false;
-    return path_us + permute_us + GrowthBound(member, pieces) > options_.max_cost_us;
+    double bound = 0;
+    if (complete) {
+      std::vector<double>& bounds = member_bounds_[info];
+      if (bounds.empty()) bounds.assign(info->members.size(), -1);
+      if (bounds[m] < 0) bounds[m] = GrowthBound(info->members[m], pieces);
+      bound = bounds[m];
+    } else {
+      bound = GrowthBound(info->members[m], pieces);
+    }
+    return path_us + permute_us + bound > options_.max_cost_us;
   }
 
   // ComputeLowerBounds' walk over the devices for a pair without pending summands: the
@@ -592,6 +604,8 @@ class Compact {
   // Searcher::classes_: this search's classes by (partial mask, local shape).
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, MiddleCache::Impl::Class*> classes_;
   MiddleCache::Impl::Class partial_class_;
+  // MemberOutOfBounds' per-member bounds (-1: not computed), by class.
+  absl::flat_hash_map<const MiddleCache::Impl::Class*, std::vector<double>> member_bounds_;
   int64_t settled_ = 0;
   int64_t generated_ = 0;
   int64_t work_ = 0;
@@ -831,8 +845,9 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
     for (size_t m = 0; m < info->members.size(); ++m) {
       if (info->keys[m] == key || OverBudget()) continue;
+      // Both filters are pure; the cheaper first.
+      if (MemberOutOfBounds(info, complete, m, pieces, path_us, permute_us)) continue;
       if (once_per_class_ && !improvable(StateKey{info->keys[m], s.partial}, floor)) continue;
-      if (MemberOutOfBounds(info->members[m], pieces, path_us, permute_us)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {

@@ -554,8 +554,8 @@ std::vector<Edge> Searcher::Neighbors(
       const DistType& member = (*info.members)[m];
       if (member == s || OverBudget()) continue;
       if (info.keys[m].empty()) info.keys[m] = TypeKey(member);
-      if (once_per_class_ && !improvable(info.keys[m], floor)) continue;
       if (MemberOutOfBounds(member, pieces, path_us, permute_us)) continue;
+      if (once_per_class_ && !improvable(info.keys[m], floor)) continue;
       int64_t steps = 0;
       int64_t moved = 0;
       if (memo != nullptr && (*memo)[m].first >= 0) {
