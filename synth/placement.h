@@ -83,7 +83,7 @@ int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uin
 
 // MovedDevices from the placement-key roles of both types (KeyRoles of `in` and `out`, one per
 // mesh axis): the same count and the same `work` as MovedDevices. For callers that build the
-// roles themselves (synth/middle.cc, whose types are not DistTypes).
+// roles themselves (synth/compact_search.cc, whose types are not DistTypes).
 int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
                               const std::vector<AxisRole>& key_out, int64_t* work = nullptr);
 

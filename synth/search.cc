@@ -141,7 +141,7 @@ class Searcher {
     once_per_class_ = timed() && uniform_ && !size_one;
     permutes_move_ = !size_one;
     // Restricted to a valley's middle (all_to_all and permutes keep the local size): the
-    // stronger bound of MiddleGrowthBound holds too, as in synth/middle.cc.
+    // stronger bound of MiddleGrowthBound holds too, as in synth/compact_search.cc.
     if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
         !options_.allow_all_reduce && !options_.allow_reduce_scatter) {
       growth_.emplace(fastest_.alpha_us, fastest_.TransferUs(1.0),
@@ -734,6 +734,21 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       settled, " reachable types)"));
 }
 
+// SearchPlanOnDistTypes without the preconditions check.
+absl::StatusOr<std::vector<Step>> RunSearcher(const Mesh& mesh, const DistType& from,
+                                              const DistType& to, const SearchOptions& options,
+                                              SearchStats* stats) {
+  Searcher searcher(mesh, from, to, options);
+  absl::StatusOr<std::vector<Step>> steps = searcher.Run();
+  if (stats != nullptr) {
+    stats->states_settled = searcher.settled();
+    stats->states_generated = searcher.generated();
+    stats->work = searcher.work();
+  }
+  if (steps.ok() && !steps->empty()) steps->back().type = to;
+  return steps;
+}
+
 }  // namespace
 
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -778,15 +793,7 @@ absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const 
                                                         const SearchOptions& options,
                                                         SearchStats* stats) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
-  Searcher searcher(mesh, from, to, options);
-  absl::StatusOr<std::vector<Step>> steps = searcher.Run();
-  if (stats != nullptr) {
-    stats->states_settled = searcher.settled();
-    stats->states_generated = searcher.generated();
-    stats->work = searcher.work();
-  }
-  if (steps.ok() && !steps->empty()) steps->back().type = to;
-  return steps;
+  return RunSearcher(mesh, from, to, options, stats);
 }
 
 }  // namespace internal
@@ -794,8 +801,8 @@ absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const 
 absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats) {
+  if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (options.class_cache == nullptr) {
-    if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
     std::optional<absl::StatusOr<std::vector<Step>>> steps =
         internal::CompactSearch(mesh, from, to, options, nullptr, stats);
     if (steps) {
@@ -803,7 +810,7 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
       return *std::move(steps);
     }
   }
-  return internal::SearchPlanOnDistTypes(mesh, from, to, options, stats);
+  return RunSearcher(mesh, from, to, options, stats);
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -38,6 +38,15 @@
 // (CostModel::StepCostUs; permutes priced with the pairs MinimalPermute picks under that
 // model), ties broken by total bytes, then steps, and the search is A* with an admissible,
 // consistent heuristic (see TimeLowerBoundUs): this is strategy `optimal`.
+//
+// Edges that could only lead past max_cost / max_cost_us are not built: a permute class none
+// of whose members can stay within them (internal::PermuteClassOutOfBounds), and in middles a
+// member whose order bound puts it out (internal::MiddleGrowthBound::Order). Such edges would
+// be dropped or never queued, so results do not change; work and generated counts do.
+//
+// The search runs on compact types (synth/compact_search.h) whenever they can encode the
+// types; internal::SearchPlanOnDistTypes is the same search on DistTypes, the fallback and the
+// reference it is tested against.
 #ifndef RESHARD_SYNTH_SEARCH_H_
 #define RESHARD_SYNTH_SEARCH_H_
 
@@ -97,7 +106,7 @@ struct SearchOptions {
   // (BytesLowerBound from each state to the target, consistent like the time bound): A* on
   // bytes, and branch and bound against max_cost. It costs a pass over the devices per new
   // state; `optimal` and normal's fallback search turn it on, normal's middle searches (which
-  // synth/middle.cc mirrors) leave it off. In time mode it does not order the queue (it would
+  // synth/compact_search.cc mirrors) leave it off. In time mode it does not order the queue (it would
   // only reorder equally fast paths) but prunes: against max_cost, and against the incumbent
   // among paths as fast as it (SearchOptions::incumbent).
   bool bytes_bound = false;

@@ -1,13 +1,19 @@
-// middle_test — synth/compact_search.h and synth/plan_check.h against the code they replace.
+// compact_search_test — synth/compact_search.h and synth/plan_check.h against the code they
+// replace, and the soundness of the searches' pruning.
 //
-// MiddleSearch must return exactly what SearchPlan returns for the all_to_all/permute middle
-// of a valley (same steps, same status code, same statistics and work: `normal` subtracts the
-// statistics from budgets shared by its candidates, so they too must agree). The sweep draws
-// random middles (pairs of types of the same local size and partial axes on meshes of 1-4
-// axes) and compares both searches under the option sets `normal` uses: bytes mode with and
-// without a cost bound, time mode under a uniform and a non-uniform model, and tight state
-// and work caps. CheckSynthesizedPlan must agree with CheckPlan on synthesized plans and on
-// plans whose permute pairs were mutated.
+// The compact search must return exactly what the DistType search
+// (internal::SearchPlanOnDistTypes) returns: the same steps, status and message, and the same
+// statistics and work (`normal` subtracts the statistics from budgets shared by its
+// candidates, so they too must agree). One sweep draws random middles of valleys (pairs of
+// types of the same local size and partial axes on meshes of 1-4 axes) and compares
+// MiddleSearch under the option sets `normal` uses: bytes mode with and without a cost bound,
+// time mode under a uniform and a non-uniform model, and tight state and work caps; along
+// every optimal middle path it also checks the middle's bounds (growth and order terms). The
+// other draws random pairs of any types and compares SearchPlan under the option sets of
+// `optimal`, normal's fallback and the tests: every collective kind, byte bound, incumbents,
+// cost and memory bounds, permute pairs. SearchBounds checks that cost bounds at an optimum's
+// own cost prune nothing that reaches it. CheckSynthesizedPlan must agree with CheckPlan on
+// synthesized plans and on plans whose permute pairs were mutated.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
