@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "synth/placement.h"
+#include "synth/search_bounds.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
@@ -438,17 +439,9 @@ class Compact {
     }
     const int64_t pieces = PiecesNeeded(absl::MakeConstSpan(from_local, rank_),
                                         absl::MakeConstSpan(to_local_, rank_), pending);
-    // BytesBound.
-    int64_t total = bytes_total;
-    if (pending > 2) total = SaturatedInt64((pending - 2) * pending_unit_ + bytes_total);
+    const int64_t total = PendingBytesBound(bytes_total, pending, pending_unit_);
     double us = 0;
-    if (time_bound && worst > 0) {
-      // TimeBound.
-      const double worst_bytes = static_cast<double>(worst * element_bytes_);
-      const double average = static_cast<double>(total) / static_cast<double>(n_);
-      us = fastest_.alpha_us * std::max(1, LatencyRounds(pieces)) +
-           fastest_.TransferUs(std::max(worst_bytes, average));
-    }
+    if (time_bound) us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces);
     if (time_bound && growth_) us = std::max(us, GrowthBound(type, pieces));
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
   }
@@ -541,24 +534,9 @@ class Compact {
     return {worst, need_total ? SaturatedInt64(total * element_bytes_) : -1};
   }
 
-  // Searcher::WithinBounds and CanBeatIncumbent.
+  // Searcher::WithinBounds.
   bool WithinBounds(const Node& node) const {
-    const int64_t floor = node.h.bytes_floor;
-    if (floor > options_.max_cost - node.cost) return false;
-    if (!timed()) return true;
-    const double us = node.us + node.h.us;
-    if (us > options_.max_cost_us) return false;
-    const int64_t bytes = floor > std::numeric_limits<int64_t>::max() - node.cost
-                              ? std::numeric_limits<int64_t>::max()
-                              : node.cost + floor;
-    return CanBeatIncumbent(us, bytes);
-  }
-  bool CanBeatIncumbent(double us, int64_t bytes) const {
-    if (!options_.incumbent) return true;
-    if (!timed()) return bytes < options_.incumbent->bytes;
-    const double tolerance = 1e-9 * std::max(1.0, options_.incumbent->us);
-    if (us < options_.incumbent->us - tolerance) return true;
-    return us <= options_.incumbent->us + tolerance && bytes < options_.incumbent->bytes;
+    return WithinSearchBounds(options_, node.us, node.cost, node.h.us, node.h.bytes_floor);
   }
 
   MiddleCache::Impl::Class* PermuteClass(const CType& s, const int64_t* local, bool* complete);
@@ -904,7 +882,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
       continue;
     }
     const int64_t cost = nodes[id].cost;
-    if (!CanBeatIncumbent(f, f_bytes)) {
+    if (!CanBeatIncumbent(options_, f, f_bytes)) {
       return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_text_), " to ",
                                               ToString(to_text_),
                                               " is cheaper than the one held"));

@@ -411,21 +411,6 @@ double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettle
   return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
 }
 
-bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
-                             MiddleGrowthBound* growth, int64_t pieces, double path_us,
-                             int64_t path_bytes, int64_t in_bytes) {
-  if (in_bytes > options.max_cost - path_bytes) return true;
-  if (options.cost_model == nullptr) return false;
-  double rest = 0;  // The heuristic's least value over the class's members.
-  if (options.use_heuristic && pieces > 1) {
-    rest = fastest.alpha_us * LatencyRounds(pieces);
-    if (growth != nullptr) rest = std::max(rest, (*growth)(pieces));
-  }
-  // In the order the search adds them: (path + edge) + heuristic.
-  return path_us + (fastest.alpha_us + fastest.TransferUs(static_cast<double>(in_bytes))) + rest >
-         options.max_cost_us;
-}
-
 bool IsUniform(const Mesh& mesh, const CostModel& model) {
   for (const MeshAxis& axis : mesh.axes()) {
     if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;

@@ -24,10 +24,6 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 
-namespace reshard {
-struct SearchOptions;  // synth/search.h
-}  // namespace reshard
-
 namespace reshard::internal {
 
 // Number of devices whose block (all dimensions) or summand differs between `in` and `out`:
@@ -153,20 +149,6 @@ class MiddleGrowthBound {
   double alpha_us_, b_us_;  // alpha, and B/bw in µs
   std::vector<double> memo_;  // memo_[m]; negative = not computed
 };
-
-// Whether no permute edge from a state into its permute class can lead to a plan within
-// options.max_cost and options.max_cost_us, when every permute to another member moves at
-// least one device (no size-1 axis in play): such an edge receives at least the state's local
-// bytes `in_bytes` and costs at least the cheapest permute (fastest alpha + in_bytes over the
-// fastest bandwidth), and every member shares the state's local shape and partial axes, hence
-// its `pieces` (PiecesNeeded), so the time bound of the search's heuristic (`growth`: the
-// middle's MiddleGrowthBound, or null) is at least alpha * LatencyRounds(pieces) and
-// growth(pieces) at every member (when pieces > 1 some device lacks elements). A search skips
-// such a class without enumerating it: every edge into it would be dropped or never queued.
-// `path_us` and `path_bytes`: the cost of the best path to the state.
-bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
-                             MiddleGrowthBound* growth, int64_t pieces, double path_us,
-                             int64_t path_bytes, int64_t in_bytes);
 
 // ComputeLowerBounds(mesh, from, to) for many `from` and one `to`, whose block roles and local
 // shape are built once (a search bounds every type it generates against the same target).

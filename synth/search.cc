@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "synth/compact_search.h"
 #include "synth/placement.h"
+#include "synth/search_bounds.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
@@ -88,38 +89,10 @@ struct Edge {
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 
-// BytesLowerBound from the bounds of ComputeLowerBounds. With a reduction over K summands
-// pending (the source's partial axes of size > 1 that the target lacks), each of the N
-// (element, target summand) classes needs K - 1 receives that merge partial sums plus one
-// more for every further target holder (only the device completing the last merge can end
-// with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed over devices)
-// + (K - 2) * N * element bytes. ComputeLowerBounds counts the first term.
-int64_t BytesBound(const Mesh& mesh, const DistType& to, const internal::LowerBounds& bounds) {
-  const int64_t pending = bounds.pending;
-  if (pending <= 2) return bounds.bytes_total;
-  const __int128 extra = static_cast<__int128>(pending - 2) * GlobalElements(to) *
-                         NumSummands(mesh, to) * ElementBytes(to.element_type);
-  const __int128 total = extra + bounds.bytes_total;
-  return total > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                     : static_cast<int64_t>(total);
-}
-
-// TimeLowerBoundUs from the bounds of ComputeLowerBounds, BytesBound's total,
-// internal::LatencyRounds and the fastest axis's cost. A step's modeled time is a latency part
-// ((k - 1) alphas) plus a transfer part, and each part has its own bound over the rest of the
-// plan. Latency: at least `rounds` alphas (LatencyRounds), and one when anything is lacking.
-// Transfer: every step takes at least its largest per-device receive over the fastest
-// bandwidth, and the steps' largest receives add up to at least the largest per-device total,
-// which is at least the lacking elements of the worst device and at least the average total,
-// BytesBound / devices (which exceeds the former only while a reduction is pending).
-double TimeBound(const Mesh& mesh, const AxisCost& fastest, const internal::LowerBounds& bounds,
-                 int64_t bytes_bound, int rounds, ElementType element_type) {
-  if (bounds.max_lacking_elements == 0) return 0;
-  const double worst =
-      static_cast<double>(bounds.max_lacking_elements * ElementBytes(element_type));
-  const double average =
-      static_cast<double>(bytes_bound) / static_cast<double>(mesh.num_devices());
-  return fastest.alpha_us * std::max(1, rounds) + fastest.TransferUs(std::max(worst, average));
+// PendingBytesBound's unit: GlobalElements(to) * NumSummands(to) * element bytes.
+__int128 PendingUnit(const Mesh& mesh, const DistType& to) {
+  return static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
+         ElementBytes(to.element_type);
 }
 
 class Searcher {
@@ -185,11 +158,13 @@ class Searcher {
     if (!time_bound && !bytes_bound) return Bound{};
     Charge(mesh_.num_devices());  // One pass over the devices.
     const internal::LowerBounds bounds = bounds_to_(type);
-    const int64_t total = BytesBound(mesh_, to_, bounds);
+    const int64_t total =
+        internal::PendingBytesBound(bounds.bytes_total, bounds.pending, pending_unit_);
     double us = 0;
     if (time_bound) {
-      us = TimeBound(mesh_, fastest_, bounds, total, internal::LatencyRounds(bounds.pieces),
-                     to_.element_type);
+      us = internal::TimeBoundUs(fastest_, bounds.max_lacking_elements,
+                                 ElementBytes(to_.element_type), total, mesh_.num_devices(),
+                                 bounds.pieces);
       if (growth_) us = std::max(us, GrowthBound(type, bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
@@ -231,30 +206,13 @@ class Searcher {
     return work_ <= options_.max_work;
   }
   bool OverBudget() const { return work_ > options_.max_work; }
-  // Branch and bound: whether a plan through `node` (its path so far plus its bounds) can
-  // still stay within max_cost and max_cost_us. Nodes outside are kept (a cheaper path may
-  // reach them later) but not queued.
-  // In time mode also: whether it can still beat the incumbent, with the byte floor deciding
-  // among paths as fast as the incumbent (its plateau of ties is where such searches spend
-  // their time when the incumbent is optimal).
+  // Branch and bound (internal::WithinSearchBounds): whether a plan through `node` (its path
+  // so far plus its bounds) can still stay within the cost bounds and beat the incumbent, with
+  // the byte floor deciding among paths as fast as the incumbent (its plateau of ties is where
+  // such searches spend their time when the incumbent is optimal).
   bool WithinBounds(const Node& node) const {
-    const int64_t floor = node.h.bytes_floor;
-    if (floor > options_.max_cost - node.cost) return false;
-    if (!timed()) return true;
-    const double us = node.us + node.h.us;
-    if (us > options_.max_cost_us) return false;
-    const int64_t bytes = floor > std::numeric_limits<int64_t>::max() - node.cost
-                              ? std::numeric_limits<int64_t>::max()
-                              : node.cost + floor;
-    return CanBeatIncumbent(us, bytes);
-  }
-  // Whether a path with lower bounds (us, bytes) on its final cost may beat the incumbent.
-  bool CanBeatIncumbent(double us, int64_t bytes) const {
-    if (!options_.incumbent) return true;
-    if (!timed()) return bytes < options_.incumbent->bytes;
-    const double tolerance = 1e-9 * std::max(1.0, options_.incumbent->us);
-    if (us < options_.incumbent->us - tolerance) return true;
-    return us <= options_.incumbent->us + tolerance && bytes < options_.incumbent->bytes;
+    return internal::WithinSearchBounds(options_, node.us, node.cost, node.h.us,
+                                        node.h.bytes_floor);
   }
   // A compact identity of a canonical state: element type and global shape are fixed within
   // one search, so the mesh axis indices of each dimension (a 0 ending the dimension) followed
@@ -310,6 +268,7 @@ class Searcher {
   DistType from_;
   DistType to_;
   internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
+  const __int128 pending_unit_ = PendingUnit(mesh_, to_);  // After to_.
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
@@ -619,7 +578,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       continue;
     }
     const int64_t cost = nodes[id].cost;
-    if (!CanBeatIncumbent(f, f_bytes)) {
+    if (!internal::CanBeatIncumbent(options_, f, f_bytes)) {
       return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ",
                                               ToString(to_), " is cheaper than the one held"));
     }
@@ -814,14 +773,17 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {
-  return BytesBound(mesh, to, internal::ComputeLowerBounds(mesh, from, to));
+  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  return internal::PendingBytesBound(bounds.bytes_total, bounds.pending, PendingUnit(mesh, to));
 }
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  return TimeBound(mesh, model.Fastest(mesh), bounds, BytesBound(mesh, to, bounds),
-                   internal::LatencyRounds(bounds.pieces), to.element_type);
+  return internal::TimeBoundUs(
+      model.Fastest(mesh), bounds.max_lacking_elements, ElementBytes(to.element_type),
+      internal::PendingBytesBound(bounds.bytes_total, bounds.pending, PendingUnit(mesh, to)),
+      mesh.num_devices(), bounds.pieces);
 }
 
 }  // namespace reshard

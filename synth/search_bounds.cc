@@ -1,0 +1,62 @@
+// search_bounds.cc — see search_bounds.h.
+
+#include "synth/search_bounds.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace reshard::internal {
+
+int64_t PendingBytesBound(int64_t bytes_total, int64_t pending, __int128 unit) {
+  if (pending <= 2) return bytes_total;
+  const __int128 total = static_cast<__int128>(pending - 2) * unit + bytes_total;
+  return total > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                     : static_cast<int64_t>(total);
+}
+
+double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
+                   int64_t bytes_bound, int64_t devices, int64_t pieces) {
+  if (worst_elements == 0) return 0;
+  const double worst = static_cast<double>(worst_elements * element_bytes);
+  const double average = static_cast<double>(bytes_bound) / static_cast<double>(devices);
+  return fastest.alpha_us * std::max(1, LatencyRounds(pieces)) +
+         fastest.TransferUs(std::max(worst, average));
+}
+
+bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes) {
+  if (!options.incumbent) return true;
+  if (options.cost_model == nullptr) return bytes < options.incumbent->bytes;
+  const double tolerance = 1e-9 * std::max(1.0, options.incumbent->us);
+  if (us < options.incumbent->us - tolerance) return true;
+  return us <= options.incumbent->us + tolerance && bytes < options.incumbent->bytes;
+}
+
+bool WithinSearchBounds(const SearchOptions& options, double us, int64_t cost, double rest_us,
+                        int64_t bytes_floor) {
+  if (bytes_floor > options.max_cost - cost) return false;
+  if (options.cost_model == nullptr) return true;
+  const double total_us = us + rest_us;
+  if (total_us > options.max_cost_us) return false;
+  const int64_t bytes = bytes_floor > std::numeric_limits<int64_t>::max() - cost
+                            ? std::numeric_limits<int64_t>::max()
+                            : cost + bytes_floor;
+  return CanBeatIncumbent(options, total_us, bytes);
+}
+
+bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
+                             MiddleGrowthBound* growth, int64_t pieces, double path_us,
+                             int64_t path_bytes, int64_t in_bytes) {
+  if (in_bytes > options.max_cost - path_bytes) return true;
+  if (options.cost_model == nullptr) return false;
+  double rest = 0;  // The heuristic's least value over the class's members.
+  if (options.use_heuristic && pieces > 1) {
+    rest = fastest.alpha_us * LatencyRounds(pieces);
+    if (growth != nullptr) rest = std::max(rest, (*growth)(pieces));
+  }
+  // In the order the search adds them: (path + edge) + heuristic.
+  return path_us + (fastest.alpha_us + fastest.TransferUs(static_cast<double>(in_bytes))) + rest >
+         options.max_cost_us;
+}
+
+}  // namespace reshard::internal

@@ -1,0 +1,66 @@
+// search_bounds.h — internal to synth/: the bound arithmetic shared by the two forms of the
+// plan search (SearchPlanOnDistTypes in search.cc, CompactSearch in compact_search.cc).
+//
+// Both searches must compute the same numbers in the same arithmetic (their results, statistics
+// and work are tested equal), so the formulas live here once and each search only supplies the
+// quantities it derives from its own representation of types.
+#ifndef RESHARD_SYNTH_SEARCH_BOUNDS_H_
+#define RESHARD_SYNTH_SEARCH_BOUNDS_H_
+
+#include <cstdint>
+
+#include "synth/placement.h"
+#include "synth/search.h"
+#include "typesys/cost_model.h"
+
+namespace reshard::internal {
+
+// BytesLowerBound from ComputeLowerBounds' bytes_total and pending summands K, where `unit`
+// is GlobalElements(to) * NumSummands(to) * element bytes. With a reduction over K summands
+// pending, each of the N (element, target summand) classes needs K - 1 receives that merge
+// partial sums plus one more for every further target holder (only the device completing the
+// last merge can end with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed
+// over devices) + (K - 2) * N * element bytes. bytes_total counts the first term. Saturated.
+int64_t PendingBytesBound(int64_t bytes_total, int64_t pending, __int128 unit);
+
+// TimeLowerBoundUs from the per-device maximum of lacking elements (`worst_elements`), the
+// byte bound (`bytes_bound`, PendingBytesBound's total), the devices and PiecesNeeded. A
+// step's modeled time is a latency part ((k - 1) alphas) plus a transfer part, and each part
+// has its own bound over the rest of the plan. Latency: at least LatencyRounds(pieces) alphas,
+// and one when anything is lacking. Transfer: every step takes at least its largest
+// per-device receive over the fastest bandwidth, and the steps' largest receives add up to at
+// least the largest per-device total, which is at least the lacking elements of the worst
+// device and at least the average total, bytes_bound / devices (which exceeds the former only
+// while a reduction is pending; callers without a pending reduction may pass 0).
+double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
+                   int64_t bytes_bound, int64_t devices, int64_t pieces);
+
+// Whether a path with lower bounds (us, bytes) on its final cost may beat options.incumbent
+// (always without one): strictly faster beyond a relative tolerance of 1e-9, or as fast
+// within it and strictly fewer bytes (bytes mode: strictly fewer bytes).
+bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes);
+
+// Branch and bound: whether a path of cost (us, cost) so far, whose rest costs at least
+// (rest_us, bytes_floor), can still stay within options.max_cost and max_cost_us and beat the
+// incumbent, with the byte floor deciding among paths as fast as the incumbent. A node outside
+// is kept (a cheaper path may reach it later) but not queued.
+bool WithinSearchBounds(const SearchOptions& options, double us, int64_t cost, double rest_us,
+                        int64_t bytes_floor);
+
+// Whether no permute edge from a state into its permute class can lead to a plan within
+// options.max_cost and options.max_cost_us, when every permute to another member moves at
+// least one device (no size-1 axis in play): such an edge receives at least the state's local
+// bytes `in_bytes` and costs at least the cheapest permute (fastest alpha + in_bytes over the
+// fastest bandwidth), and every member shares the state's local shape and partial axes, hence
+// its `pieces` (PiecesNeeded), so the time bound of the search's heuristic (`growth`: the
+// middle's MiddleGrowthBound, or null) is at least alpha * LatencyRounds(pieces) and
+// growth(pieces) at every member (when pieces > 1 some device lacks elements). A search skips
+// such a class without enumerating it: every edge into it would be dropped or never queued.
+// `path_us` and `path_bytes`: the cost of the best path to the state.
+bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
+                             MiddleGrowthBound* growth, int64_t pieces, double path_us,
+                             int64_t path_bytes, int64_t in_bytes);
+
+}  // namespace reshard::internal
+
+#endif  // RESHARD_SYNTH_SEARCH_BOUNDS_H_
