@@ -113,7 +113,9 @@ struct MiddleCache::Impl {
   struct Class {
     std::vector<CType> members;
     std::vector<uint64_t> keys;                          // members[m].DimsKey()
-    std::vector<std::array<int64_t, kMaxAxes>> weights;  // Placement-key weights.
+    // Placement-key weights, built on a member's first count (most members of a class are
+    // never counted: the bounds filter them first). weights[m][0] < 0: not built.
+    std::vector<std::array<int64_t, kMaxAxes>> weights;
     // On meshes of at most kKeyByteDevices devices: each member's per-device placement keys
     // (PlacementKeyBytes), so that a count is a byte comparison. Built when a member is
     // counted the second time: building them costs about one count, and in the middles of
@@ -650,11 +652,8 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   auto fill = [&](MiddleCache::Impl::Class& c) {
     c.members = std::move(members);
     c.keys.resize(c.members.size());
-    c.weights.resize(c.members.size());
-    for (size_t m = 0; m < c.members.size(); ++m) {
-      c.keys[m] = c.members[m].DimsKey();
-      KeyWeights(c.members[m], c.weights[m].data());
-    }
+    c.weights.assign(c.members.size(), {-1});
+    for (size_t m = 0; m < c.members.size(); ++m) c.keys[m] = c.members[m].DimsKey();
   };
   if (OverBudget()) {
     fill(partial_class_);
@@ -835,6 +834,7 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
           KeyWeights(s, w_in);
           have_in = true;
         }
+        if (info->weights[m][0] < 0) KeyWeights(info->members[m], info->weights[m].data());
         if (by_bytes && info->counted.empty()) {
           info->counted.assign(info->members.size(), 0);
           info->key_bytes.resize(info->members.size());

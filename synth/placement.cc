@@ -376,6 +376,7 @@ double MiddleGrowthBound::operator()(int64_t pieces) {
   const int64_t m0 = std::min(pieces, kMaxPieces);
   if (m0 <= 1) return 0;
   if (static_cast<int64_t>(memo_.size()) <= m0) memo_.resize(m0 + 1, -1.0);
+  if (memo_[m0] >= 0) return memo_[m0];
   // g(m) depends on g(ceil(m / k)) < m: fill bottom-up the values m0 needs, iteratively.
   std::vector<int64_t> stack = {m0};
   while (!stack.empty()) {
