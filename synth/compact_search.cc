@@ -693,7 +693,7 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     if ((s.partial & ~to_.partial) & (1u << a)) reducible[num_reducible++] = static_cast<uint8_t>(a);
   }
   // ForEachOrderedTuple of search.cc: every ordered tuple of distinct pool elements, by depth
-  // first extension, checking the budget before each extension.
+  // first extension while `visit` returns true, checking the budget before each extension.
   auto for_each_tuple = [&](const uint8_t* pool, int size, auto visit) {
     uint8_t tuple[kMaxAxes];
     uint32_t used = 0;
@@ -702,8 +702,7 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
         if (used & (1u << i)) continue;
         used |= 1u << i;
         tuple[len] = pool[i];
-        visit(tuple, len + 1);
-        self(self, len + 1);
+        if (visit(tuple, len + 1)) self(self, len + 1);
         used &= ~(1u << i);
       }
     };
@@ -714,11 +713,14 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     for_each_tuple(unused, num_unused, [&](const uint8_t* axes, int count) {
       int64_t k = 1;
       for (int t = 0; t < count; ++t) k *= size_[axes[t]];
+      bool any = false;  // As search.cc: no edge here means none for any extension.
       for (int dim = 0; dim < rank_; ++dim) {
         if (local[dim] % k != 0) continue;
+        any = true;
         add(Op{Kind::kSlice, static_cast<uint8_t>(dim), static_cast<uint8_t>(count), 0},
             Rearranged(s, -1, 0, dim, axes, count), 0, 0);
       }
+      return any;
     });
   }
   if (options_.allow_reduce_scatter && num_reducible > 0) {
@@ -729,19 +731,22 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
         k *= size_[axes[t]];
         mask |= 1u << axes[t];
       }
+      bool any = false;
       for (int dim = 0; dim < rank_; ++dim) {
         if (local[dim] % k != 0) continue;
+        any = true;
         CType next = Rearranged(s, -1, 0, dim, axes, count);
         next.partial &= ~mask;
         add(Op{Kind::kReduceScatter, static_cast<uint8_t>(dim), static_cast<uint8_t>(count), 0},
             next, n_ * ((k - 1) * (in_bytes / k)),
             timed() ? StepUs(Kind::kReduceScatter, axes, count, in_bytes) : 0);
       }
+      return any;
     });
   }
   if (options_.allow_all_reduce && num_reducible > 0) {
     // Subsets in mesh order.
-    for (uint64_t subset = 1; subset < (uint64_t{1} << num_reducible); ++subset) {
+    for (uint64_t subset = 1; subset < (uint64_t{1} << num_reducible) && !OverBudget(); ++subset) {
       uint8_t axes[kMaxAxes];
       int count = 0;
       int64_t k = 1;

@@ -49,10 +49,11 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
 }
 
 // Calls `visit` on every ordered tuple of distinct elements of `pool` (length >= 1) until
-// `stop()` returns true (with many axes the tuples are exponentially many: the work budget
-// must be able to cut the enumeration short).
+// `stop()` returns true, extending a tuple only while `visit` returns true for it (with many
+// axes the tuples are exponentially many: the work budget must be able to cut the enumeration
+// short, and tuples that can only lead to more tuples without edges must not be enumerated).
 void ForEachOrderedTuple(const std::vector<std::string>& pool,
-                         const std::function<void(const std::vector<std::string>&)>& visit,
+                         const std::function<bool(const std::vector<std::string>&)>& visit,
                          const std::function<bool()>& stop) {
   std::vector<std::string> tuple;
   std::vector<bool> used(pool.size(), false);
@@ -61,8 +62,7 @@ void ForEachOrderedTuple(const std::vector<std::string>& pool,
       if (used[i]) continue;
       used[i] = true;
       tuple.push_back(pool[i]);
-      visit(tuple);
-      rec();
+      if (visit(tuple)) rec();
       tuple.pop_back();
       used[i] = false;
     }
@@ -404,21 +404,28 @@ std::vector<Edge> Searcher::Neighbors(
   }
 
   if (options_.allow_all_slice && !unused.empty()) {
+    // A tuple whose group size divides no dimension's local size has no edge, and neither has
+    // any extension of it (its group size is a multiple).
     ForEachOrderedTuple(unused, [&](const std::vector<std::string>& axes) {
       int64_t k = mesh_.GroupSize(axes);
+      bool any = false;
       for (int dim = 0; dim < s.rank(); ++dim) {
         if (LocalDim(mesh_, s, dim) % k != 0) continue;
+        any = true;
         DistType next = s;
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
         add(Collective::AllSlice(axes, dim), std::move(next), 0);
       }
+      return any;
     }, [&] { return OverBudget(); });
   }
   if (options_.allow_reduce_scatter && !reducible.empty()) {
     ForEachOrderedTuple(reducible, [&](const std::vector<std::string>& axes) {
       int64_t k = mesh_.GroupSize(axes);
+      bool any = false;
       for (int dim = 0; dim < s.rank(); ++dim) {
         if (LocalDim(mesh_, s, dim) % k != 0) continue;
+        any = true;
         DistType next = s;
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
         std::erase_if(next.partial, [&](const std::string& a) { return Contains(axes, a); });
@@ -426,11 +433,15 @@ std::vector<Edge> Searcher::Neighbors(
         int64_t cost = UniformCost(s, op);
         add(std::move(op), std::move(next), cost);
       }
+      return any;
     }, [&] { return OverBudget(); });
   }
   if (options_.allow_all_reduce && !reducible.empty()) {
-    // Subsets in mesh order (s.partial is canonical).
-    for (uint64_t mask = 1; mask < (uint64_t{1} << reducible.size()); ++mask) {
+    // Subsets in mesh order (s.partial is canonical). With many partial axes they are
+    // exponentially many (each an edge, charged): the budget cuts them short. (Beyond 63
+    // axes only subsets of the first 63 are reached before it does.)
+    const size_t count = std::min<size_t>(reducible.size(), 63);
+    for (uint64_t mask = 1; mask < (uint64_t{1} << count) && !OverBudget(); ++mask) {
       std::vector<std::string> axes;
       for (size_t i = 0; i < reducible.size(); ++i) {
         if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
@@ -693,6 +704,27 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
       settled, " reachable types)"));
 }
 
+// The search places every axis `from` or `to` uses, size-1 axes included: they change no
+// block, but each ordering of them is another state and another edge (reductions and slices
+// over them cost nothing, so every ordered tuple of them is an edge), factorially many. Past
+// this many the search refuses up front: its budget would be spent, slowly and with much
+// memory, on their orders alone.
+constexpr int kMaxSizeOneAxesInPlay = 16;
+
+absl::Status CheckSearchable(const Mesh& mesh, const DistType& from, const DistType& to) {
+  int size_one = 0;
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (axis.size == 1 && (AxisUse(from, axis.name) != kUnused || AxisUse(to, axis.name) != kUnused)) {
+      ++size_one;
+    }
+  }
+  if (size_one <= kMaxSizeOneAxesInPlay) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the plan search would place ", size_one, " mesh axes of size 1 that ", ToString(from),
+      " or ", ToString(to), " use; their orders alone multiply its states factorially (at most ",
+      kMaxSizeOneAxesInPlay, " are searched)"));
+}
+
 // SearchPlanOnDistTypes without the preconditions check.
 absl::StatusOr<std::vector<Step>> RunSearcher(const Mesh& mesh, const DistType& from,
                                               const DistType& to, const SearchOptions& options,
@@ -752,6 +784,7 @@ absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const 
                                                         const SearchOptions& options,
                                                         SearchStats* stats) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+  if (absl::Status s = CheckSearchable(mesh, from, to); !s.ok()) return s;
   return RunSearcher(mesh, from, to, options, stats);
 }
 
@@ -761,6 +794,7 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
+  if (absl::Status s = CheckSearchable(mesh, from, to); !s.ok()) return s;
   if (options.class_cache == nullptr) {
     std::optional<absl::StatusOr<std::vector<Step>>> steps =
         internal::CompactSearch(mesh, from, to, options, nullptr, stats);

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 #include "interp/interpreter.h"
+#include "synth/search.h"
 #include "synth/synthesize.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
@@ -144,6 +145,52 @@ TEST(PlacementRegression, ManySizeOneAxes) {
     ASSERT_TRUE(report.ok()) << report.status();
     EXPECT_TRUE(report->ok) << report->message;
   }
+}
+
+// Found in review (a hang): the search's all_slice and reduce_scatter edges enumerated every
+// ordered tuple of the unused (reducible) axes before checking which dimension a tuple's
+// group divides, and only edges are charged to the work budget. With 12 unused axes of size 2
+// beside local sizes 4 and 8 that is ~1.3e9 tuples, all but ~1 300 without an edge, so no
+// budget stopped it (a 16-axis mesh ran for more than 5 minutes). A tuple whose group fits no
+// dimension is no longer extended (neither does any extension).
+TEST(SearchRegression, TuplesThatFitNoDimensionAreNotExtended) {
+  std::string text = "a0=2";
+  for (int i = 1; i < 13; ++i) text += ",a" + std::to_string(i) + "=2";
+  const Mesh mesh = M(text);
+  const DistType from = T(mesh, "f32[8{a0},8]");
+  const DistType to = T(mesh, "f32[8,8{a0}]");
+  SearchOptions options;
+  options.max_local_bytes = 2 * LocalBytes(mesh, from);
+  options.max_work = int64_t{1} << 24;
+  for (bool compact : {true, false}) {
+    absl::StatusOr<std::vector<Step>> steps =
+        compact ? SearchPlan(mesh, from, to, options)
+                : internal::SearchPlanOnDistTypes(mesh, from, to, options);
+    EXPECT_TRUE(steps.ok() || absl::IsResourceExhausted(steps.status())) << steps.status();
+  }
+}
+
+// Found in review (memory exhaustion): 70 partial axes of size 1 made every ordered tuple of
+// them a free reduce_scatter edge, each a type of 70 names; `optimal` was killed for memory.
+// The search now refuses more than 16 size-1 axes in play up front, with a message; `normal`
+// still finds its valley.
+TEST(SearchRegression, ManySizeOnePartialAxesRefusedUpFront) {
+  std::string text = "x=2,y=2";
+  std::string partial;
+  for (int i = 0; i < 70; ++i) {
+    text += ",a" + std::to_string(i) + "=1";
+    partial += (i == 0 ? "" : ",") + std::string("a") + std::to_string(i);
+  }
+  const Mesh mesh = M(text);
+  const DistType from = T(mesh, "f32[4{x},4] partial{" + partial + "}");
+  const DistType to = T(mesh, "f32[4{y},4{x}]");
+  SynthesisOptions options;
+  options.strategy = Strategy::kOptimal;
+  absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(absl::IsResourceExhausted(optimal.status())) << optimal.status();
+  EXPECT_NE(optimal.status().message().find("70 mesh axes of size 1"), std::string_view::npos)
+      << optimal.status();
+  NormalPlanThatRuns(mesh, from, to);
 }
 
 }  // namespace
