@@ -113,8 +113,8 @@ struct MiddleCache::Impl {
   struct Class {
     std::vector<CType> members;
     std::vector<uint64_t> keys;                          // members[m].DimsKey()
-    // Placement-key weights, built on a member's first count (most members of a class are
-    // never counted: the bounds filter them first). weights[m][0] < 0: not built.
+    // Placement-key weights, built on a member's first count (members the bounds filter are
+    // never counted). weights[m][0] < 0: not built.
     std::vector<std::array<int64_t, kMaxAxes>> weights;
     // On meshes of at most kKeyByteDevices devices: each member's per-device placement keys
     // (PlacementKeyBytes), so that a count is a byte comparison. Built when a member is
@@ -175,7 +175,7 @@ class Compact {
     }
     for (int i = 0; i < rank_; ++i) to_local_[i] = LocalDim(to_, i);
     target_elements_ = LocalElements(mesh, to);
-    // BytesBound's (K - 2) * N * element bytes, without the factor K - 2.
+    // PendingBytesBound's unit (search_bounds.h).
     pending_unit_ = static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
                     element_bytes_;
     if (timed()) {
@@ -422,7 +422,7 @@ class Compact {
       bytes_total = SaturatedInt64(__int128{n_} * target_elements_ * element_bytes_);
       worst = target_elements_;
     } else {
-      // TimeBound needs the walk's total only through the average, which never exceeds the
+      // TimeBoundUs needs the walk's total only through the average, which never exceeds the
       // worst device without pending summands; only the byte bound needs it.
       const bool need_total = options_.bytes_bound;
       MiddleCache::Impl::Walk walk;
