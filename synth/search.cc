@@ -443,7 +443,7 @@ std::vector<Edge> Searcher::Neighbors(
     const size_t count = std::min<size_t>(reducible.size(), 63);
     for (uint64_t mask = 1; mask < (uint64_t{1} << count) && !OverBudget(); ++mask) {
       std::vector<std::string> axes;
-      for (size_t i = 0; i < reducible.size(); ++i) {
+      for (size_t i = 0; i < count; ++i) {
         if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
       }
       DistType next = s;
