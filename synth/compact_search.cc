@@ -32,10 +32,9 @@
 namespace reshard::internal {
 namespace {
 
-// The same constants as search.cc and placement.cc (work units, device walk).
+// The same work units as search.cc.
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
-constexpr int64_t kWalkDevices = 4096;
 // Encoding limits: axis index + 1 fits a nibble, and a key holds 16 nibbles (one per axis
 // slot and one terminating each dimension).
 constexpr int kMaxAxes = 15;
@@ -175,9 +174,7 @@ class Compact {
     }
     for (int i = 0; i < rank_; ++i) to_local_[i] = LocalDim(to_, i);
     target_elements_ = LocalElements(mesh, to);
-    // PendingBytesBound's unit (search_bounds.h).
-    pending_unit_ = static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
-                    element_bytes_;
+    pending_unit_ = PendingUnit(mesh, to);
     if (timed()) {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
@@ -349,24 +346,12 @@ class Compact {
   // PlacementKeyBytes of the key with these weights.
   std::vector<uint8_t> KeyBytes(const int64_t* weight) {
     if (!cache_.key_bytes) cache_.key_bytes.emplace(mesh_);
-    std::vector<AxisRole> roles(num_axes_);
-    for (int a = 0; a < num_axes_; ++a) roles[a] = AxisRole{0, weight[a]};
-    return (*cache_.key_bytes)(roles);
+    return (*cache_.key_bytes)(absl::MakeConstSpan(weight, num_axes_));
   }
   // MovedDevices (same count, same work) from key weights.
   int64_t Moved(const int64_t* w_in, const int64_t* w_out, int64_t* work) const {
-    if (n_ > kWalkDevices) {
-      std::vector<AxisRole> in(num_axes_), out(num_axes_);
-      for (int a = 0; a < num_axes_; ++a) {
-        in[a] = AxisRole{0, w_in[a]};
-        out[a] = AxisRole{0, w_out[a]};
-      }
-      return MovedDevicesFromRoles(mesh_, in, out, work);
-    }
-    *work = n_;  // As MovedDevicesFromRoles: the same count, charged as a device walk.
-    return CountMovedByWeights(absl::MakeConstSpan(size_, num_axes_),
-                               absl::MakeConstSpan(w_in, num_axes_),
-                               absl::MakeConstSpan(w_out, num_axes_), n_);
+    return MovedDevicesFromWeights(mesh_, absl::MakeConstSpan(w_in, num_axes_),
+                                   absl::MakeConstSpan(w_out, num_axes_), work);
   }
 
   // CostModel::StepCostUs of a collective over `count` axes `ax` of a type of `bytes` local
@@ -403,6 +388,16 @@ class Compact {
         mesh_, a, MinimalPermute(mesh_, a, Decode(out), options_.cost_model));
   }
 
+  // The summands a reduction still has to add up: the product of the sizes of the type's
+  // partial axes that the target does not keep.
+  int64_t Pending(const CType& type) const {
+    int64_t pending = 1;
+    for (int a = 0; a < num_axes_; ++a) {
+      if ((type.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
+    }
+    return pending;
+  }
+
   // Searcher::Heuristic.
   Bound Heuristic(const CType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
@@ -410,10 +405,7 @@ class Compact {
     if (!time_bound && !bytes_bound) return Bound{};
     Charge(n_);  // One pass over the devices.
     // LowerBoundsTo(type): pending summands, then the walk or its closed form.
-    int64_t pending = 1;
-    for (int a = 0; a < num_axes_; ++a) {
-      if ((type.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
-    }
+    const int64_t pending = Pending(type);
     int64_t from_local[kMaxRank];
     for (int i = 0; i < rank_; ++i) from_local[i] = LocalDim(type, i);
     int64_t bytes_total = 0;
@@ -460,9 +452,7 @@ class Compact {
       }
       for (int p = b + common; p < e; ++p) unsettled *= size_[type.ax[p]];
     }
-    const double permute_us =
-        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(LocalBytes(from_)));
-    return growth_->Order(pieces, type.DimsMask() == to_.DimsMask(), unsettled, permute_us);
+    return growth_->Order(pieces, type.DimsMask() == to_.DimsMask(), unsettled);
   }
 
   // Searcher::MemberOutOfBounds for member m of `info`. The member's GrowthBound depends only
@@ -791,12 +781,8 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
   if (options_.allow_permute && !(after_permute && (!timed() || uniform_))) {
     int64_t pieces = 0;  // As Searcher's.
     if (permutes_move_) {
-      int64_t pending = 1;
-      for (int a = 0; a < num_axes_; ++a) {
-        if ((s.partial & ~to_.partial) & (1u << a)) pending *= size_[a];
-      }
       pieces = PiecesNeeded(absl::MakeConstSpan(local, rank_),
-                                          absl::MakeConstSpan(to_local_, rank_), pending);
+                            absl::MakeConstSpan(to_local_, rank_), Pending(s));
       if (PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr, pieces,
                                   path_us, path_bytes, in_bytes)) {
         return;
@@ -1020,6 +1006,7 @@ std::optional<absl::StatusOr<std::vector<Step>>> CompactSearch(
     stats->states_generated = search.generated();
     stats->work = search.work();
   }
+  if (steps.ok() && !steps->empty()) steps->back().type = to;
   return steps;
 }
 
@@ -1039,7 +1026,6 @@ absl::StatusOr<std::vector<Step>> MiddleSearch(const Mesh& mesh, const DistType&
     fallback.class_cache = &cache.impl().fallback;
     return SearchPlan(mesh, from, to, fallback, stats);
   }
-  if (steps->ok() && !(*steps)->empty()) (*steps)->back().type = to;
   return *std::move(steps);
 }
 

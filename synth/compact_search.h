@@ -65,8 +65,7 @@ struct MiddlePath {
 // SearchPlan(mesh, from, to, options, stats) on compact types, for valid, reshardable `from`
 // and `to` (CheckReshardable) and options without a class_cache (`cache` plays its role;
 // null: a cache for this search only). nullopt when the types cannot be encoded. Same result,
-// statuses and statistics as the DistType search, except the last step's type, which is
-// canonical (partial axes in mesh order) rather than `to` as the caller spelled it.
+// statuses and statistics as the DistType search.
 std::optional<absl::StatusOr<std::vector<Step>>> CompactSearch(
     const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options,
     MiddleCache* cache, SearchStats* stats = nullptr, MiddlePath* path = nullptr);

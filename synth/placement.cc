@@ -102,77 +102,10 @@ int64_t Saturate(__int128 value) {
   return value > kMax ? kMax : static_cast<int64_t>(value);
 }
 
-}  // namespace
-
-std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type) {
-  std::vector<Role> roles = BlockRoles(mesh, type);
-  const int rank = type.rank();
-  std::vector<int64_t> scale(rank + 1, 1);
-  int64_t factor = 1;
-  for (int a = 0; a < mesh.num_axes(); ++a) {
-    if (roles[a].slot == rank) factor *= mesh.axes()[a].size;
-  }
-  for (int i = rank - 1; i >= 0; --i) {
-    scale[i] = factor;
-    factor *= mesh.GroupSize(type.dims[i].axes);
-  }
-  for (Role& role : roles) {
-    if (role.slot >= 0) role = Role{0, role.weight * scale[role.slot]};
-  }
-  return roles;
-}
-
-int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
-  return MovedDevicesFromRoles(mesh, KeyRoles(mesh, in), KeyRoles(mesh, out), work);
-}
-
-PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devices()) {
-  RESHARD_CHECK(devices_ <= kKeyByteDevices) << devices_ << " devices";
-  const int k = mesh.num_axes();
-  coordinates_.assign(k, std::vector<uint8_t>(devices_));
-  for (int64_t d = 0; d < devices_; ++d) {
-    int64_t rest = d;
-    for (int a = k - 1; a >= 0; --a) {
-      coordinates_[a][d] = static_cast<uint8_t>(rest % mesh.axes()[a].size);
-      rest /= mesh.axes()[a].size;
-    }
-  }
-}
-
-std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& roles) const {
-  std::vector<uint8_t> keys(devices_, 0);
-  for (size_t a = 0; a < coordinates_.size(); ++a) {
-    if (roles[a].slot < 0 || roles[a].weight == 0) continue;
-    // Keys number placements 0 .. devices - 1 (placement.h), so every weight is below 256.
-    RESHARD_CHECK(roles[a].weight < 256) << "placement weight " << roles[a].weight;
-    const uint8_t w = static_cast<uint8_t>(roles[a].weight);
-    const uint8_t* c = coordinates_[a].data();
-    for (int64_t d = 0; d < devices_; ++d) keys[d] = static_cast<uint8_t>(keys[d] + w * c[d]);
-  }
-  return keys;
-}
-
-int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  RESHARD_CHECK(a.size() == b.size());
-  int64_t differ = 0;
-  size_t i = 0;
-  // Eight bytes at a time: fold each byte of a ^ b onto its low bit, then add those eight 0/1
-  // bytes with one multiplication (their sum lands in the top byte; no popcount instruction
-  // is assumed).
-  for (; i + 8 <= a.size(); i += 8) {
-    uint64_t x, y;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    uint64_t t = x ^ y;
-    t |= t >> 4;
-    t |= t >> 2;
-    t |= t >> 1;
-    differ += static_cast<int64_t>(((t & 0x0101010101010101ULL) * 0x0101010101010101ULL) >> 56);
-  }
-  for (; i < a.size(); ++i) differ += a[i] != b[i];
-  return differ;
-}
-
+// The number of devices whose placement key differs, for keys given by per-axis weights
+// (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
+// coordinate tuples of the axes whose weights differ on which both keys agree, enumerating all
+// of those axes but the largest and solving for its coordinate.
 int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
                             absl::Span<const int64_t> w_out, int64_t n) {
   RESHARD_CHECK(w_in.size() == sizes.size() && w_out.size() == sizes.size());
@@ -218,20 +151,103 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
   return n - kept * free_devices;
 }
 
+}  // namespace
+
+std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type) {
+  std::vector<Role> roles = BlockRoles(mesh, type);
+  const int rank = type.rank();
+  std::vector<int64_t> scale(rank + 1, 1);
+  int64_t factor = 1;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    if (roles[a].slot == rank) factor *= mesh.axes()[a].size;
+  }
+  for (int i = rank - 1; i >= 0; --i) {
+    scale[i] = factor;
+    factor *= mesh.GroupSize(type.dims[i].axes);
+  }
+  for (Role& role : roles) {
+    if (role.slot >= 0) role = Role{0, role.weight * scale[role.slot]};
+  }
+  return roles;
+}
+
+int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
+  return MovedDevicesFromRoles(mesh, KeyRoles(mesh, in), KeyRoles(mesh, out), work);
+}
+
+PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devices()) {
+  RESHARD_CHECK(devices_ <= kKeyByteDevices) << devices_ << " devices";
+  const int k = mesh.num_axes();
+  coordinates_.assign(k, std::vector<uint8_t>(devices_));
+  for (int64_t d = 0; d < devices_; ++d) {
+    int64_t rest = d;
+    for (int a = k - 1; a >= 0; --a) {
+      coordinates_[a][d] = static_cast<uint8_t>(rest % mesh.axes()[a].size);
+      rest /= mesh.axes()[a].size;
+    }
+  }
+}
+
+std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& roles) const {
+  absl::InlinedVector<int64_t, 16> weights(roles.size());
+  for (size_t a = 0; a < roles.size(); ++a) weights[a] = roles[a].slot < 0 ? 0 : roles[a].weight;
+  return (*this)(absl::MakeConstSpan(weights));
+}
+
+std::vector<uint8_t> PlacementKeyBytes::operator()(absl::Span<const int64_t> weights) const {
+  std::vector<uint8_t> keys(devices_, 0);
+  for (size_t a = 0; a < coordinates_.size(); ++a) {
+    if (weights[a] == 0) continue;
+    // Keys number placements 0 .. devices - 1 (placement.h), so every weight is below 256.
+    RESHARD_CHECK(weights[a] < 256) << "placement weight " << weights[a];
+    const uint8_t w = static_cast<uint8_t>(weights[a]);
+    const uint8_t* c = coordinates_[a].data();
+    for (int64_t d = 0; d < devices_; ++d) keys[d] = static_cast<uint8_t>(keys[d] + w * c[d]);
+  }
+  return keys;
+}
+
+int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  RESHARD_CHECK(a.size() == b.size());
+  int64_t differ = 0;
+  size_t i = 0;
+  // Eight bytes at a time: fold each byte of a ^ b onto its low bit, then add those eight 0/1
+  // bytes with one multiplication (their sum lands in the top byte; no popcount instruction
+  // is assumed).
+  for (; i + 8 <= a.size(); i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    uint64_t t = x ^ y;
+    t |= t >> 4;
+    t |= t >> 2;
+    t |= t >> 1;
+    differ += static_cast<int64_t>(((t & 0x0101010101010101ULL) * 0x0101010101010101ULL) >> 56);
+  }
+  for (; i < a.size(); ++i) differ += a[i] != b[i];
+  return differ;
+}
+
 int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
                               const std::vector<AxisRole>& key_out, int64_t* work) {
+  // Any number of axes (size-1 axes are free): no fixed-size arrays here.
+  const int k = mesh.num_axes();
+  absl::InlinedVector<int64_t, 16> w_in(k), w_out(k);
+  for (int a = 0; a < k; ++a) {
+    w_in[a] = key_in[a].slot >= 0 ? key_in[a].weight : 0;
+    w_out[a] = key_out[a].slot >= 0 ? key_out[a].weight : 0;
+  }
+  return MovedDevicesFromWeights(mesh, w_in, w_out, work);
+}
+
+int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,
+                                absl::Span<const int64_t> w_out, int64_t* work) {
   const int64_t n = mesh.num_devices();
   if (n <= kWalkDevices) {
     // Charged as the walk over the devices it replaces (budgets cut searches where they did).
     if (work != nullptr) *work = n;
-    // Any number of axes (size-1 axes are free): no fixed-size arrays here.
-    const int k = mesh.num_axes();
-    absl::InlinedVector<int64_t, 16> sizes(k), w_in(k), w_out(k);
-    for (int a = 0; a < k; ++a) {
-      sizes[a] = mesh.axes()[a].size;
-      w_in[a] = key_in[a].slot >= 0 ? key_in[a].weight : 0;
-      w_out[a] = key_out[a].slot >= 0 ? key_out[a].weight : 0;
-    }
+    absl::InlinedVector<int64_t, 16> sizes(mesh.num_axes());
+    for (int a = 0; a < mesh.num_axes(); ++a) sizes[a] = mesh.axes()[a].size;
     return CountMovedByWeights(sizes, w_in, w_out, n);
   }
   // A device keeps its placement iff sum_a coord_a * (w_in[a] - w_out[a]) == 0. Count the
@@ -245,7 +261,7 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
   int64_t free_devices = 1;
   std::vector<Term> terms;
   for (int a = 0; a < mesh.num_axes(); ++a) {
-    const int64_t diff = key_in[a].weight - key_out[a].weight;
+    const int64_t diff = w_in[a] - w_out[a];
     const int64_t size = mesh.axes()[a].size;
     if (diff == 0 || size == 1) {
       free_devices *= size;
@@ -330,10 +346,7 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
   RESHARD_CHECK(from.rank() == to_.rank()) << "types of different rank";
   const int64_t element_bytes = ElementBytes(to_.element_type);
   const std::vector<int64_t> from_local = LocalShape(mesh_, from);
-  int64_t pending = 1;
-  for (const std::string& axis : from.partial) {
-    if (AxisUse(to_, axis) != kPartial) pending *= mesh_.AxisSize(axis);
-  }
+  const auto [pending, pieces] = PendingAndPieces(from, from_local);
   // A size-1 partial axis sums a single summand: devices already hold the value.
   LowerBounds bounds =
       pending > 1
@@ -343,8 +356,17 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
           : ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), from_local, to_roles_,
                                         to_local_, target_elements_, element_bytes);
   bounds.pending = pending;
-  bounds.pieces = PiecesNeeded(from_local, to_local_, pending);
+  bounds.pieces = pieces;
   return bounds;
+}
+
+std::pair<int64_t, int64_t> LowerBoundsTo::PendingAndPieces(
+    const DistType& from, const std::vector<int64_t>& from_local) const {
+  int64_t pending = 1;
+  for (const std::string& axis : from.partial) {
+    if (AxisUse(to_, axis) != kPartial) pending *= mesh_.AxisSize(axis);
+  }
+  return {pending, PiecesNeeded(from_local, to_local_, pending)};
 }
 
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -404,10 +426,9 @@ double MiddleGrowthBound::operator()(int64_t pieces) {
   return memo_[m0];
 }
 
-double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettled,
-                                double permute_us) {
-  // Scaled down like f(k), so that rounding never lifts it above a permute's modeled time.
-  const double with_permute = permute_us * (1 - 1e-12) + (*this)(pieces);
+double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettled) {
+  // A permute's alpha + B/bw, scaled down like f(k)'s terms.
+  const double with_permute = alpha_us_ + b_us_ + (*this)(pieces);
   if (!same_axes) return with_permute;
   return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
 }

@@ -17,6 +17,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -49,13 +50,6 @@ struct AxisRole {
 // many (a search relaxing a permute class) build each type's roles once.
 std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type);
 
-// The number of devices whose placement key differs, for keys given by per-axis weights
-// (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
-// coordinate tuples of the axes whose weights differ on which both keys agree, enumerating all
-// of those axes but the largest and solving for its coordinate.
-int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
-                            absl::Span<const int64_t> w_out, int64_t n);
-
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
 // most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
 inline constexpr int64_t kKeyByteDevices = 256;
@@ -69,6 +63,8 @@ class PlacementKeyBytes {
  public:
   explicit PlacementKeyBytes(const Mesh& mesh);
   std::vector<uint8_t> operator()(const std::vector<AxisRole>& roles) const;
+  // The same from the roles' per-axis weights (0 for an axis outside the key).
+  std::vector<uint8_t> operator()(absl::Span<const int64_t> weights) const;
 
  private:
   int64_t devices_;
@@ -79,9 +75,14 @@ int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uin
 
 // MovedDevices from the placement-key roles of both types (KeyRoles of `in` and `out`, one per
 // mesh axis): the same count and the same `work` as MovedDevices. For callers that build the
-// roles themselves (synth/compact_search.cc, whose types are not DistTypes).
+// roles themselves (a search counting one type against many). On meshes of up to 4 096
+// devices it enumerates only the coordinates of the axes whose weights differ, solving for
+// the largest, but charges `work` as the walk over the devices it replaces.
 int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
                               const std::vector<AxisRole>& key_out, int64_t* work = nullptr);
+// The same from the roles' per-axis weights (0 for an axis outside the key).
+int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,
+                                absl::Span<const int64_t> w_out, int64_t* work = nullptr);
 
 // The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
 // lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.
@@ -131,18 +132,18 @@ class MiddleGrowthBound {
   double operator()(int64_t pieces);
 
   // A stronger bound for the same paths when every permute moves a device (no size-1 axis in
-  // play), so costs at least `permute_us` (alpha + B/bw of the fastest axis). A path without
+  // play), so costs at least alpha + B/bw (of the fastest axis, as f's terms). A path without
   // permutes moves every dimension axis of the type that is not in the common prefix of its
   // dimension with the target's same dimension (all_to_all only removes suffixes and appends,
   // so an axis that is never moved keeps everything before it): `unsettled` is the product of
   // those axes' sizes, and the path's all_to_alls, whose group sizes multiply to at least
   // max(pieces, unsettled), cost at least g(max(pieces, unsettled)); it cannot reach the target
   // at all when the type's dimension axes are not the target's (`same_axes` false). A path
-  // with a permute costs at least permute_us + g(pieces) (permutes keep the local shape). The
+  // with a permute costs at least alpha + B/bw + g(pieces) (permutes keep the local shape). The
   // bound is the smaller of the two. Consistent: an all_to_all over k lowers pieces and
-  // unsettled at most k-fold and costs at least f(k); a permute costs at least permute_us and
+  // unsettled at most k-fold and costs at least f(k); a permute costs at least alpha + B/bw and
   // leaves pieces unchanged.
-  double Order(int64_t pieces, bool same_axes, int64_t unsettled, double permute_us);
+  double Order(int64_t pieces, bool same_axes, int64_t unsettled);
 
  private:
   double f(int64_t k) const;
@@ -157,7 +158,9 @@ class LowerBoundsTo {
  public:
   LowerBoundsTo(const Mesh& mesh, const DistType& to);
   LowerBounds operator()(const DistType& from) const;
-  const std::vector<int64_t>& to_local() const { return to_local_; }
+  // operator()'s `pending` and `pieces` alone (no walk), given LocalShape(mesh, from).
+  std::pair<int64_t, int64_t> PendingAndPieces(const DistType& from,
+                                               const std::vector<int64_t>& from_local) const;
 
  private:
   const Mesh& mesh_;

@@ -89,12 +89,6 @@ struct Edge {
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 
-// PendingBytesBound's unit: GlobalElements(to) * NumSummands(to) * element bytes.
-__int128 PendingUnit(const Mesh& mesh, const DistType& to) {
-  return static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
-         ElementBytes(to.element_type);
-}
-
 class Searcher {
  public:
   Searcher(const Mesh& mesh, const DistType& from, const DistType& to, const SearchOptions& options)
@@ -187,9 +181,7 @@ class Searcher {
     }
     std::sort(axes.begin(), axes.end());
     std::sort(target_axes.begin(), target_axes.end());
-    const double permute_us =
-        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(LocalBytes(mesh_, from_)));
-    return growth_->Order(pieces, axes == target_axes, unsettled, permute_us);
+    return growth_->Order(pieces, axes == target_axes, unsettled);
   }
   // Whether the permute edge to class member `member` (PiecesNeeded `pieces`) would make a
   // node never queued for max_cost_us: in a middle whose permutes move devices, the edge
@@ -268,7 +260,7 @@ class Searcher {
   DistType from_;
   DistType to_;
   internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
-  const __int128 pending_unit_ = PendingUnit(mesh_, to_);  // After to_.
+  const __int128 pending_unit_ = internal::PendingUnit(mesh_, to_);  // After to_.
   SearchOptions options_;
   std::vector<std::string> relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
@@ -486,11 +478,7 @@ std::vector<Edge> Searcher::Neighbors(
     const std::vector<int64_t> local = LocalShape(mesh_, s);
     int64_t pieces = 0;  // PiecesNeeded, the same at every member (with permutes_move_).
     if (permutes_move_) {
-      int64_t pending = 1;
-      for (const std::string& axis : s.partial) {
-        if (!Contains(to_.partial, axis)) pending *= mesh_.AxisSize(axis);
-      }
-      pieces = internal::PiecesNeeded(local, bounds_to_.to_local(), pending);
+      pieces = bounds_to_.PendingAndPieces(s, local).second;
       if (internal::PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr,
                                             pieces, path_us, path_bytes, in_bytes)) {
         return edges;
@@ -798,17 +786,15 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
   if (options.class_cache == nullptr) {
     std::optional<absl::StatusOr<std::vector<Step>>> steps =
         internal::CompactSearch(mesh, from, to, options, nullptr, stats);
-    if (steps) {
-      if (steps->ok() && !(*steps)->empty()) (*steps)->back().type = to;
-      return *std::move(steps);
-    }
+    if (steps) return *std::move(steps);
   }
   return RunSearcher(mesh, from, to, options, stats);
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  return internal::PendingBytesBound(bounds.bytes_total, bounds.pending, PendingUnit(mesh, to));
+  return internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                     internal::PendingUnit(mesh, to));
 }
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
@@ -816,7 +802,8 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
   return internal::TimeBoundUs(
       model.Fastest(mesh), bounds.max_lacking_elements, ElementBytes(to.element_type),
-      internal::PendingBytesBound(bounds.bytes_total, bounds.pending, PendingUnit(mesh, to)),
+      internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                  internal::PendingUnit(mesh, to)),
       mesh.num_devices(), bounds.pieces);
 }
 

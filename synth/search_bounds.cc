@@ -15,6 +15,11 @@ int64_t PendingBytesBound(int64_t bytes_total, int64_t pending, __int128 unit) {
                                                      : static_cast<int64_t>(total);
 }
 
+__int128 PendingUnit(const Mesh& mesh, const DistType& to) {
+  return static_cast<__int128>(GlobalElements(to)) * NumSummands(mesh, to) *
+         ElementBytes(to.element_type);
+}
+
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
                    int64_t bytes_bound, int64_t devices, int64_t pieces) {
   if (worst_elements == 0) return 0;

@@ -12,6 +12,8 @@
 #include "synth/placement.h"
 #include "synth/search.h"
 #include "typesys/cost_model.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
 
 namespace reshard::internal {
 
@@ -22,6 +24,8 @@ namespace reshard::internal {
 // last merge can end with it): sum over classes of (K - 1) + (R - 1) = (target bytes summed
 // over devices) + (K - 2) * N * element bytes. bytes_total counts the first term. Saturated.
 int64_t PendingBytesBound(int64_t bytes_total, int64_t pending, __int128 unit);
+// PendingBytesBound's unit for the target `to`.
+__int128 PendingUnit(const Mesh& mesh, const DistType& to);
 
 // TimeLowerBoundUs from the per-device maximum of lacking elements (`worst_elements`), the
 // byte bound (`bytes_bound`, PendingBytesBound's total), the devices and PiecesNeeded. A

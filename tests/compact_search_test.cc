@@ -200,8 +200,6 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
             const DistType* at = &*x;
             bool size_one = false;
             for (const MeshAxis& axis : mesh.axes()) size_one |= axis.size == 1;
-            const double permute_us =
-                fastest.alpha_us + fastest.TransferUs(static_cast<double>(LocalBytes(mesh, *x)));
             for (size_t k = 0; k <= got->size(); ++k) {
               const int64_t pieces = internal::PiecesNeeded(LocalShape(mesh, *at), y_local, 1);
               const double bound = growth(pieces);
@@ -224,7 +222,7 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
                 std::sort(have_axes.begin(), have_axes.end());
                 std::sort(want_axes.begin(), want_axes.end());
                 const double order =
-                    growth.Order(pieces, have_axes == want_axes, unsettled, permute_us);
+                    growth.Order(pieces, have_axes == want_axes, unsettled);
                 ASSERT_LE(order, rest + 1e-9) << where << " order bound from step " << k;
               }
               if (k < got->size()) {
