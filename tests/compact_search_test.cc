@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "gtest/gtest.h"
 #include "synth/compact_search.h"
 #include "synth/placement.h"
@@ -66,6 +67,24 @@ std::optional<DistType> RandomType(std::mt19937& rng, const Mesh& mesh,
   return t;
 }
 
+// A global shape of 1 to `max_rank` dimensions drawn from `sizes`.
+std::vector<int64_t> RandomDims(std::mt19937& rng, int max_rank,
+                                absl::Span<const int64_t> sizes) {
+  const int rank = 1 + static_cast<int>(rng() % max_rank);
+  std::vector<int64_t> dims;
+  for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % sizes.size()]);
+  return dims;
+}
+
+// Fast x, slow b and z: permute pairs and group costs depend on which axes they cross.
+CostModel SkewedModel() {
+  CostModel skewed;
+  skewed.SetAxis("x", AxisCost{1.5, 300});
+  skewed.SetAxis("b", AxisCost{12, 20});
+  skewed.SetAxis("z", AxisCost{10, 25});
+  return skewed;
+}
+
 std::string Describe(const absl::StatusOr<std::vector<Step>>& steps) {
   if (!steps.ok()) return steps.status().ToString();
   std::string out;
@@ -101,17 +120,12 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
                           "a=2,b=4,c=2,d=4", "x=2,y=3,z=2", "x=2,y=2,z=8"};
   const int64_t sizes[] = {8, 16, 32, 48, 64, 128, 256};
   CostModel uniform;
-  CostModel skewed;
-  skewed.SetAxis("x", AxisCost{1.5, 300});
-  skewed.SetAxis("b", AxisCost{12, 20});
-  skewed.SetAxis("z", AxisCost{10, 25});
+  const CostModel skewed = SkewedModel();
   int compared = 0;
   std::map<absl::StatusCode, int> codes;  // Outcomes seen, so that the sweep is not vacuous.
   for (int iter = 0; iter < 6000 && compared < 1500; ++iter) {
     const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
-    const int rank = 1 + static_cast<int>(rng() % 4);
-    std::vector<int64_t> dims;
-    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    const std::vector<int64_t> dims = RandomDims(rng, 4, sizes);
     std::optional<DistType> x = RandomType(rng, mesh, dims, rng() % 4 == 0, nullptr);
     if (!x) continue;
     std::optional<DistType> y = RandomType(rng, mesh, dims, !x->partial.empty(), &x->partial);
@@ -247,17 +261,12 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
                           "a=2,b=4,c=2,d=4"};
   const int64_t sizes[] = {8, 16, 24, 48, 64, 256};
   CostModel uniform;
-  CostModel skewed;
-  skewed.SetAxis("x", AxisCost{1.5, 300});
-  skewed.SetAxis("b", AxisCost{12, 20});
-  skewed.SetAxis("z", AxisCost{10, 25});
+  const CostModel skewed = SkewedModel();
   int compared = 0;
   std::map<absl::StatusCode, int> codes;
   for (int iter = 0; iter < 8000 && compared < 700; ++iter) {
     const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
-    const int rank = 1 + static_cast<int>(rng() % 3);
-    std::vector<int64_t> dims;
-    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    const std::vector<int64_t> dims = RandomDims(rng, 3, sizes);
     std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 2 == 0, nullptr);
     if (!from) continue;
     // Keep some of the source's partial axes, in a shuffled order (SearchPlan accepts any).
@@ -355,9 +364,7 @@ TEST(SearchBounds, PruneNothingWithinThem) {
   int checked = 0;
   for (int iter = 0; iter < 4000 && checked < 600; ++iter) {
     const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
-    const int rank = 1 + static_cast<int>(rng() % 3);
-    std::vector<int64_t> dims;
-    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    const std::vector<int64_t> dims = RandomDims(rng, 3, sizes);
     const bool middle = rng() % 2 == 0;
     std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 3 == 0, nullptr);
     if (!from) continue;
