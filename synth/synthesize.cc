@@ -57,8 +57,8 @@ constexpr int64_t kFallbackStates = 200000;
 // first; on meshes with ~10^6 devices, where one pass over the devices costs milliseconds, these do.
 constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // The same for normal's pass on the prime-factor refinement, which only has to beat the plan in
-// hand: a quarter. (On the bench suite no plan changes at 2^24; at 2^23 case 40 keeps its
-// whole-axis plan, 61.2 instead of 56.5 µs.)
+// hand: a quarter. (On the bench suite at 2^23 case 26 keeps its whole-axis plan, 88.3 instead
+// of 76.9 µs: its refined middle search spends ~11 M units.)
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
 constexpr int64_t kFallbackWork = int64_t{1} << 28;
 constexpr int64_t kOptimalWork = int64_t{1} << 30;
