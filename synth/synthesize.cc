@@ -850,14 +850,15 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   return out;
 }
 
-// `keep_incumbent`: when the search gives up (ResourceExhausted), return normal's plan
-// instead of the error. Only for a refinement tried on top of one whose search finished (the
-// caller keeps the better plan), never as the answer on its own. `incumbent`: as for
+// `gave_up`: when not null and the search gives up (ResourceExhausted), return normal's plan
+// instead of the error and set *gave_up. Only for a refinement tried on top of one whose
+// search finished (the caller keeps the better plan), never as the answer on its own: that
+// plan is normal's with `incumbent` as its bound, not normal's own. `incumbent`: as for
 // NormalSteps; normal's plan, the search's bound, is then no worse than it.
 absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
                                                const DistType& to,
                                                const SynthesisOptions& options,
-                                               bool keep_incumbent,
+                                               bool* gave_up,
                                                const std::vector<Step>* incumbent) {
   if (from == to) return std::vector<Step>{};
   SearchOptions search;
@@ -901,8 +902,9 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     }
     return steps;
   }
-  if (normal && (absl::IsNotFound(steps.status()) ||
-                 (keep_incumbent && absl::IsResourceExhausted(steps.status())))) {
+  if (normal && absl::IsNotFound(steps.status())) return *std::move(normal);
+  if (normal && gave_up != nullptr && absl::IsResourceExhausted(steps.status())) {
+    *gave_up = true;
     return *std::move(normal);
   }
   return steps.status();
@@ -961,11 +963,11 @@ void CheckOrDie(const Plan& plan, std::string_view what) {
 }
 
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
-// `keep_incumbent`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
+// `gave_up`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
 // `mesh`) is used by normal and optimal only.
 absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
                                          const DistType& to, const SynthesisOptions& options,
-                                         bool keep_incumbent = false,
+                                         bool* gave_up = nullptr,
                                          const std::vector<Step>* incumbent = nullptr) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
@@ -983,7 +985,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       break;
     case Strategy::kOptimal: {
       absl::StatusOr<std::vector<Step>> optimal =
-          OptimalSteps(mesh, from, to, options, keep_incumbent, incumbent);
+          OptimalSteps(mesh, from, to, options, gave_up, incumbent);
       if (!optimal.ok()) return optimal.status();
       steps = *std::move(optimal);
       break;
@@ -1055,7 +1057,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
 // `incumbent`: a plan on refinement.mesh() whose refinement normal and optimal must beat.
 absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
                                        const DistType& to, const SynthesisOptions& options,
-                                       bool keep_incumbent = false,
+                                       bool* gave_up = nullptr,
                                        const Plan* incumbent = nullptr) {
   const DistType refined_to = refinement.Refine(to);
   std::optional<std::vector<Step>> refined_incumbent;
@@ -1064,7 +1066,7 @@ absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const D
     refined_incumbent->back().type = refined_to;  // Partial axes as the search lists them.
   }
   absl::StatusOr<Plan> plan = SynthesizeWholeAxes(
-      refinement.refined(), refinement.Refine(from), refined_to, options, keep_incumbent,
+      refinement.refined(), refinement.Refine(from), refined_to, options, gave_up,
       refined_incumbent ? &*refined_incumbent : nullptr);
   if (!plan.ok()) return plan.status();
   // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
@@ -1155,18 +1157,32 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   }
   // Sub-axes can only add options; the finer search wins ties to the plan without them. When
   // `optimal`'s search on the finer mesh gives up, its branch-and-bound incumbent (`normal` on
-  // that mesh) still competes: the result is then the better of two plans, not a proven
-  // optimum of the finer vocabulary (docs/sub_axes.md).
+  // that mesh) and `normal`'s own plan still compete: the result is then the best of three
+  // plans, not a proven optimum of the finer vocabulary (docs/sub_axes.md).
   // The plan in hand bounds the finer synthesis (branch and bound): it only has to find
   // something strictly better, which prunes most of its middle and optimal searches.
+  bool gave_up = false;
   absl::StatusOr<Plan> finer =
-      finish(*fine, SynthesizeRefined(*fine, from, to, options, /*keep_incumbent=*/plan.ok(),
+      finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
                                       plan.ok() ? &*plan : nullptr));
   plan = finish(*fine, std::move(plan));
   if (!plan.ok()) return finer.ok() ? finer : plan;
   if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
     finer->strategy = plan->strategy;
-    return finer;
+    plan = std::move(finer);
+  }
+  if (!gave_up) return plan;
+  // Not proven: the plan in hand descends from optimal's whole-axis plan, which knows no
+  // sub-axes, and from normal on the finer mesh bounded by it, which ranks its valleys before
+  // finish() splits their groups. Normal's own plan can still be cheaper (e.g. a gather over
+  // y = 4 that finish() splits into two of y:(m)2, against a whole-axis plan that needed
+  // permutes): it competes, so that optimal is never worse than normal.
+  SynthesisOptions normal_options = options;
+  normal_options.strategy = Strategy::kNormal;
+  absl::StatusOr<Plan> normal = Synthesize(mesh, from, to, normal_options);
+  if (normal.ok() && Better(normal->metrics, plan->metrics, options.objective)) {
+    normal->strategy = plan->strategy;
+    return normal;
   }
   return plan;
 }
