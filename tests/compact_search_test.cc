@@ -413,7 +413,9 @@ TEST(SearchBounds, PruneNothingWithinThem) {
                                                                 ? CostModel{}
                                                                 : *options.cost_model);
     EXPECT_EQ(want.bytes_received_total, got.bytes_received_total) << where;
-    if (options.cost_model != nullptr) EXPECT_EQ(want.cost_us, got.cost_us) << where;
+    if (options.cost_model != nullptr) {
+      EXPECT_EQ(want.cost_us, got.cost_us) << where;
+    }
     SearchOptions below = options;
     if (options.cost_model != nullptr && us > 1e-6) {
       below.max_cost_us = us * (1 - 1e-6);

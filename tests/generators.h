@@ -92,7 +92,8 @@ inline std::string DebugString(const DistType& type) {
   for (size_t i = 0; i < type.dims.size(); ++i) {
     if (i > 0) out += ",";
     out += std::to_string(type.dims[i].size);
-    if (!type.dims[i].axes.empty()) out += "{" + JoinNames(type.dims[i].axes) + "}";
+    // Appended piecewise: "{" + string trips GCC 12's -Wrestrict false positive.
+    if (!type.dims[i].axes.empty()) out.append("{").append(JoinNames(type.dims[i].axes)) += "}";
   }
   out += "]";
   if (!type.partial.empty()) out += " partial{" + JoinNames(type.partial) + "}";

@@ -179,7 +179,7 @@ TEST(SearchRegression, ManySizeOnePartialAxesRefusedUpFront) {
   std::string partial;
   for (int i = 0; i < 70; ++i) {
     text += ",a" + std::to_string(i) + "=1";
-    partial += (i == 0 ? "" : ",") + std::string("a") + std::to_string(i);
+    partial.append(i == 0 ? "a" : ",a") += std::to_string(i);
   }
   const Mesh mesh = M(text);
   const DistType from = T(mesh, "f32[4{x},4] partial{" + partial + "}");
