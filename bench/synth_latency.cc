@@ -3,6 +3,7 @@
 //   synth_latency [--benchmark_filter=...]
 //
 // BM_Case/<strategy>/<n>: one case of bench/cases.txt (n = its position), mean latency.
+// BM_PermutePricing/<n>: see below.
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls.
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
+#include "synth/search.h"
 #include "synth/synthesize.h"
 
 namespace reshard {
@@ -82,11 +84,55 @@ void BM_Percentiles(benchmark::State& state) {
   state.counters["calls"] = static_cast<double>(samples.size());
 }
 
+// BM_PermutePricing/<n>: one exact permute pricing as the searches do it under a non-uniform
+// model (MinimalPermute + StepCostUs); counter ns_per_unit = time / PermutePricingWork, the
+// work units the searches charge for it (docs/synthesis.md, "Bounded work on large meshes").
+struct PricingCase {
+  const char* mesh;
+  const char* from;
+  const char* to;
+  int64_t holders;  // Devices holding each placement of `from` (its replicated axes).
+};
+const PricingCase kPricing[] = {
+    {"a=2,b=2,c=2,d=2,e=2,f=2", "f32[64{a}]", "f32[64{b}]", 32},
+    {"a=8,b=8,c=8", "f32[64{a}]", "f32[64{b}]", 64},
+    {"x=2,x2=2,y=2,y2=2,z=3,w=2,w2=2", "f32[16{x,x2,y,y2},1] partial{z}",
+     "f32[16{y,y2,x,x2},1] partial{z}", 4},
+    {"a=4,b=4,c=4,d=4,e=4,f=4", "f32[64{a,b}]", "f32[64{b,c}]", 256},
+    {"a=4,b=4,c=4,d=4,e=4,f=4", "f32[64{a},64{c,d}]", "f32[64{b},64{d,c}]", 64},
+};
+
+void BM_PermutePricing(benchmark::State& state) {
+  const PricingCase& c = kPricing[state.range(0)];
+  const Mesh mesh = *ParseMesh(c.mesh);
+  const DistType from = *ParseValidType(mesh, c.from);
+  const DistType to = *ParseValidType(mesh, c.to);
+  // Distinct alphas and bandwidths per axis, so that the greedy pairing runs.
+  CostModel model;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    model.SetAxis(mesh.axes()[a].name, AxisCost{1.0 + a, 400.0 / (1 + a)});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model.StepCostUs(mesh, from, MinimalPermute(mesh, from, to, &model)));
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() -
+                                                             start).count();
+  const double units = static_cast<double>(PermutePricingWork(mesh, c.holders));
+  state.counters["units"] = units;
+  state.counters["ns_per_unit"] = ns / (static_cast<double>(state.iterations()) * units);
+}
+
 // Representative cases: 1-D a2a, 2-D swap, 2-D partial, paper 3-D example, 3-D swap,
 // 4-D reversal, 4-D 256-device move.
 const int kRepresentative[] = {0, 12, 17, 46, 33, 48, 61};
 
 void Register() {
+  for (int n = 0; n < static_cast<int>(std::size(kPricing)); ++n) {
+    benchmark::RegisterBenchmark("BM_PermutePricing", BM_PermutePricing)
+        ->Arg(n)
+        ->Unit(benchmark::kMicrosecond);
+  }
   for (Strategy s : {Strategy::kNormal, Strategy::kOptimal}) {
     for (int n : kRepresentative) {
       if (n >= static_cast<int>(Cases().size())) continue;

@@ -382,6 +382,16 @@ class Compact {
     return 0;
   }
   // The exact price of a permute (non-uniform models): MinimalPermute's pairs.
+  // Searcher::Holders.
+  int64_t Holders(const CType& type) const {
+    const uint32_t used = type.DimsMask() | type.partial;
+    int64_t holders = 1;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (!(used & (1u << a))) holders *= size_[a];
+    }
+    return holders;
+  }
+
   double PermuteUs(const CType& in, const CType& out) const {
     const DistType a = Decode(in);
     return options_.cost_model->StepCostUs(
@@ -946,7 +956,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
           continue;
         }
         // The same charge as SearchPlan's, so both stop at the same point.
-        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_))) {
+        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_, Holders(current)))) {
           return WorkExhausted();
         }
         edge.us = uniform_ || edge.cost == 0 ? optimistic : PermuteUs(current, edge.type);

@@ -459,29 +459,53 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
     have.push_back(acc_in[0]);
     need.push_back(acc_out[0]);
   });
-  // Counting sort by key (stable, so each key's holders and needers stay in id order).
+  // Counting sort by key (stable, so each key's holders and needers stay in id order); both
+  // lists hold indices into `changed`.
   const int64_t num_keys = internal::NumKeys(mesh, in);
   std::vector<int64_t> hold_start(num_keys + 1, 0), need_start(num_keys + 1, 0);
   for (size_t i = 0; i < changed.size(); ++i) {
     ++hold_start[have[i] + 1];
     ++need_start[need[i] + 1];
   }
-  for (int64_t k = 0; k < num_keys; ++k) {
-    hold_start[k + 1] += hold_start[k];
-    need_start[k + 1] += need_start[k];
+  for (int64_t key = 0; key < num_keys; ++key) {
+    hold_start[key + 1] += hold_start[key];
+    need_start[key + 1] += need_start[key];
   }
   std::vector<int64_t> holders(changed.size()), needers(changed.size());
   {
     std::vector<int64_t> hold_next(hold_start.begin(), hold_start.end() - 1);
     std::vector<int64_t> need_next(need_start.begin(), need_start.end() - 1);
     for (size_t i = 0; i < changed.size(); ++i) {
-      holders[hold_next[have[i]]++] = changed[i];
-      needers[need_next[need[i]]++] = changed[i];
+      holders[hold_next[have[i]]++] = static_cast<int64_t>(i);
+      needers[need_next[need[i]]++] = static_cast<int64_t>(i);
     }
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;
   pairs.reserve(changed.size());
-  std::vector<int64_t> sources;
+  // For the greedy below, when some key needs it: per-axis link costs, looked up by name once
+  // rather than per comparison, and the changed devices' coordinates (k per device), from an
+  // odometer rather than by dividing ids.
+  const int k = mesh.num_axes();
+  std::vector<AxisCost> axis_cost;
+  std::vector<int64_t> coords;
+  bool greedy = false;
+  for (int64_t key = 0; cost_model != nullptr && !greedy && key < num_keys; ++key) {
+    const size_t count = static_cast<size_t>(hold_start[key + 1] - hold_start[key]);
+    greedy = count > 1 && count <= internal::kGreedyPairingLimit;
+  }
+  if (greedy) {
+    for (const MeshAxis& axis : mesh.axes()) axis_cost.push_back(cost_model->Axis(axis.name));
+    coords.resize(changed.size() * k);
+    std::vector<int64_t> coord(k, 0);
+    for (size_t c = 0, d = 0; c < changed.size(); ++d) {
+      if (changed[c] == static_cast<int64_t>(d)) {
+        std::copy(coord.begin(), coord.end(), coords.begin() + c * k);
+        ++c;
+      }
+      for (int i = k - 1; i >= 0 && ++coord[i] == mesh.axes()[i].size; --i) coord[i] = 0;
+    }
+  }
+  std::vector<int64_t> sources;  // The greedy's remaining holders.
   for (int64_t key = 0; key < num_keys; ++key) {
     const int64_t h0 = hold_start[key], h1 = hold_start[key + 1];
     const int64_t n0 = need_start[key], n1 = need_start[key + 1];
@@ -490,29 +514,40 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
     const size_t count = static_cast<size_t>(h1 - h0);
     if (count == 0) continue;
     if (cost_model == nullptr || count == 1 || count > internal::kGreedyPairingLimit) {
-      for (size_t i = 0; i < count; ++i) pairs.emplace_back(holders[h0 + i], needers[n0 + i]);
+      for (size_t i = 0; i < count; ++i) {
+        pairs.emplace_back(changed[holders[h0 + i]], changed[needers[n0 + i]]);
+      }
       continue;
     }
     // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link
-    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id).
+    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id). The
+    // link is CostModel::Between's: the slowest of the axes in which the two devices differ.
     sources.assign(holders.begin() + h0, holders.begin() + h1);
     for (int64_t j = n0; j < n1; ++j) {
-      const int64_t t = needers[j];
+      const int64_t* target = &coords[needers[j] * k];
       auto rank = [&](int64_t source) {
-        AxisCost c = cost_model->Between(mesh, source, t);
+        const int64_t* c = &coords[source * k];
+        AxisCost link = cost_model->default_cost();  // Between's value for a == b.
         int differing = 0;
-        for (int64_t a = source, b = t, i = mesh.num_axes() - 1; i >= 0; --i) {
-          differing += a % mesh.axes()[i].size != b % mesh.axes()[i].size;
-          a /= mesh.axes()[i].size;
-          b /= mesh.axes()[i].size;
+        for (int a = 0; a < k; ++a) {
+          if (c[a] == target[a]) continue;
+          link = differing == 0 ? axis_cost[a]
+                                : AxisCost{std::max(link.alpha_us, axis_cost[a].alpha_us),
+                                           std::min(link.gbps, axis_cost[a].gbps)};
+          ++differing;
         }
-        return std::make_tuple(c.alpha_us, -c.gbps, differing);
+        return std::make_tuple(link.alpha_us, -link.gbps, differing);
       };
       size_t best = 0;
+      auto best_rank = rank(sources[0]);
       for (size_t i = 1; i < sources.size(); ++i) {
-        if (rank(sources[i]) < rank(sources[best])) best = i;
+        auto r = rank(sources[i]);
+        if (r < best_rank) {
+          best = i;
+          best_rank = r;
+        }
       }
-      pairs.emplace_back(sources[best], t);
+      pairs.emplace_back(changed[sources[best]], changed[needers[j]]);
       sources.erase(sources.begin() + best);
     }
   }

@@ -144,6 +144,12 @@ class Searcher {
     Bound h;        // Lower bounds of the rest of the way (A*).
   };
   bool timed() const { return options_.cost_model != nullptr; }
+  // The devices holding each placement of `type`: the product of its replicated axes' sizes.
+  int64_t Holders(const DistType& type) const {
+    int64_t used = mesh_.GroupSize(type.partial);
+    for (const Dim& dim : type.dims) used *= mesh_.GroupSize(dim.axes);
+    return mesh_.num_devices() / used;
+  }
   Bound Heuristic(const DistType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
     // In time mode bytes only break ties; the byte bound would reorder equally fast paths
@@ -646,7 +652,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
                 std::make_tuple(existing->us, existing->cost, existing->steps)) {
           continue;
         }
-        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_))) {
+        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_, Holders(current)))) {
           return WorkExhausted();
         }
         edge.us = uniform_ || edge.cost == 0

@@ -22,6 +22,34 @@ AxisCost Slower(AxisCost a, AxisCost b) {
   return AxisCost{std::max(a.alpha_us, b.alpha_us), std::min(a.gbps, b.gbps)};
 }
 
+// CostModel::Between with the cost of axis i given by axis_cost(i); `fallback` when a == b.
+template <typename AxisCostOf>
+AxisCost SlowestLink(const Mesh& mesh, AxisCostOf&& axis_cost, AxisCost fallback, int64_t a,
+                     int64_t b) {
+  bool any = false;
+  AxisCost cost = fallback;
+  // Mixed-radix decomposition without allocating: last axis is least significant.
+  for (int i = mesh.num_axes() - 1; i >= 0; --i) {
+    const int64_t size = mesh.axes()[i].size;
+    if (a % size != b % size) {
+      AxisCost c = axis_cost(i);
+      cost = any ? Slower(cost, c) : c;
+      any = true;
+    }
+    a /= size;
+    b /= size;
+  }
+  return cost;
+}
+
+// Every axis's cost, by mesh axis index: looked up by name once for a loop over many pairs.
+std::vector<AxisCost> AxisCosts(const CostModel& model, const Mesh& mesh) {
+  std::vector<AxisCost> costs;
+  costs.reserve(mesh.num_axes());
+  for (const MeshAxis& axis : mesh.axes()) costs.push_back(model.Axis(axis.name));
+  return costs;
+}
+
 // Receive and send time of every device for an all_to_all_v (see the header's table).
 double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType& in,
                        const Collective& op) {
@@ -34,11 +62,13 @@ double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType&
     AxisCost slowest;
   };
   std::vector<Side> recv(n), send(n);
+  const std::vector<AxisCost> axis_cost = AxisCosts(model, mesh);
   for (const Transfer& t : op.transfers) {
     if (t.source == t.target) continue;
     double bytes = static_cast<double>(element_bytes);
     for (int64_t e : t.shape) bytes *= static_cast<double>(e);
-    AxisCost link = model.Between(mesh, t.source, t.target);
+    const AxisCost link = SlowestLink(
+        mesh, [&](int i) { return axis_cost[i]; }, model.default_cost(), t.source, t.target);
     for (Side* side : {&recv[t.target], &send[t.source]}) {
       side->slowest = side->any ? Slower(side->slowest, link) : link;
       side->any = true;
@@ -97,20 +127,8 @@ AxisCost CostModel::Fastest(const Mesh& mesh) const {
 }
 
 AxisCost CostModel::Between(const Mesh& mesh, int64_t a, int64_t b) const {
-  bool any = false;
-  AxisCost cost = default_;
-  // Mixed-radix decomposition without allocating: last axis is least significant.
-  for (int i = mesh.num_axes() - 1; i >= 0; --i) {
-    const int64_t size = mesh.axes()[i].size;
-    if (a % size != b % size) {
-      AxisCost c = Axis(mesh.axes()[i].name);
-      cost = any ? Slower(cost, c) : c;
-      any = true;
-    }
-    a /= size;
-    b /= size;
-  }
-  return cost;
+  return SlowestLink(
+      mesh, [&](int i) { return Axis(mesh.axes()[i].name); }, default_, a, b);
 }
 
 double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op) const {
@@ -130,9 +148,11 @@ double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collect
     case CollectiveKind::kCollectivePermute: {
       bool any = false;
       AxisCost slowest;
+      const std::vector<AxisCost> axis_cost = AxisCosts(*this, mesh);
       for (const auto& [s, t] : op.source_target_pairs) {
         if (s == t) continue;
-        AxisCost link = Between(mesh, s, t);
+        const AxisCost link =
+            SlowestLink(mesh, [&](int i) { return axis_cost[i]; }, default_, s, t);
         slowest = any ? Slower(slowest, link) : link;
         any = true;
       }
