@@ -381,7 +381,6 @@ class Compact {
     }
     return 0;
   }
-  // The exact price of a permute (non-uniform models): MinimalPermute's pairs.
   // Searcher::Holders.
   int64_t Holders(const CType& type) const {
     const uint32_t used = type.DimsMask() | type.partial;
@@ -392,6 +391,7 @@ class Compact {
     return holders;
   }
 
+  // The exact price of a permute (non-uniform models): MinimalPermute's pairs.
   double PermuteUs(const CType& in, const CType& out) const {
     const DistType a = Decode(in);
     return options_.cost_model->StepCostUs(

@@ -216,7 +216,8 @@ inline size_t MaxPermuteClassSize(bool time_mode) {
 // remaining holder (placement.cc's kGreedyPairingLimit), each comparison a walk over the mesh
 // axes; then the step is priced over its pairs. `holders`: the devices that hold each
 // placement of the permute's input (the product of the sizes of the axes it leaves
-// replicated). Measured at 0.1-0.7 ns per unit (docs/synthesis.md, "Work budget").
+// replicated). Measured at 0.12-0.69 ns per unit (docs/synthesis.md, "Bounded work on large
+// meshes").
 inline int64_t PermutePricingWork(const Mesh& mesh, int64_t holders) {
   return mesh.num_devices() * (std::min<int64_t>(holders, 64) + 8) * mesh.num_axes();
 }
