@@ -197,7 +197,7 @@ TEST(SearchRegression, ManySizeOnePartialAxesRefusedUpFront) {
 //   --mesh 'x=4,y=4,z=3,w=4' --from 'f32[16{x,y},1] partial{z}' --to 'f32[16{x},1]'
 //   --axis-cost x=1:100,y=20:100,z=20:100,w=20:400
 // `optimal` cost 122 us, `normal` 120 us. Optimal's search on the prime-factor refinement
-// gives up (permute pricing on 192 devices), so its answer came from the whole-axis optimum
+// gives up (its work budget, on 192 devices), so its answer came from the whole-axis optimum
 // (permutes around an all_gather over x, 123 us) and from normal on the atoms bounded by it,
 // which ranks valleys before finish() splits their groups: the valley all_reduce z +
 // all_gather y (140 us unsplit, 120 us as two gathers over y:(m)2) lost. `normal`'s own plan
