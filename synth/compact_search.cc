@@ -96,6 +96,23 @@ CType Rearranged(const CType& s, int from_dim, int len, int to_dim, const uint8_
 //   kGather: the last `len` axes of the source's dimension i;
 //   kAllToAll: the last `len` axes of the source's dimension i, onto dimension j.
 enum class Kind : uint8_t { kSlice, kReduceScatter, kAllReduce, kGather, kAllToAll, kPermute };
+CollectiveKind ToCollectiveKind(Kind kind) {
+  switch (kind) {
+    case Kind::kSlice:
+      return CollectiveKind::kAllSlice;
+    case Kind::kReduceScatter:
+      return CollectiveKind::kReduceScatter;
+    case Kind::kAllReduce:
+      return CollectiveKind::kAllReduce;
+    case Kind::kGather:
+      return CollectiveKind::kAllGather;
+    case Kind::kAllToAll:
+      return CollectiveKind::kAllToAll;
+    case Kind::kPermute:
+      break;
+  }
+  return CollectiveKind::kCollectivePermute;
+}
 struct Op {
   Kind kind = Kind::kPermute;
   uint8_t i = 0, len = 0, j = 0;
@@ -219,12 +236,7 @@ class Compact {
   int64_t work() const { return work_; }
 
  private:
-  // Searcher::Bound.
-  struct Bound {
-    double us = 0;
-    int64_t bytes = 0;
-    int64_t bytes_floor = 0;
-  };
+  using Bound = RestBound;
   struct Edge {
     Op op;
     CType type;
@@ -357,29 +369,14 @@ class Compact {
   // CostModel::StepCostUs of a collective over `count` axes `ax` of a type of `bytes` local
   // bytes (not for permutes), in the same arithmetic.
   double StepUs(Kind kind, const uint8_t* ax, int count, int64_t in_bytes) const {
-    const double bytes = static_cast<double>(in_bytes);
-    int64_t kk = 1;
+    int64_t k = 1;
     AxisCost group = axis_cost_[ax[0]];
     for (int t = 0; t < count; ++t) {
-      const AxisCost& c = axis_cost_[ax[t]];
-      group = AxisCost{std::max(group.alpha_us, c.alpha_us), std::min(group.gbps, c.gbps)};
-      kk *= size_[ax[t]];
+      group = Slower(group, axis_cost_[ax[t]]);
+      k *= size_[ax[t]];
     }
-    const double k = static_cast<double>(kk);
-    switch (kind) {
-      case Kind::kSlice:
-        return 0;
-      case Kind::kGather:
-        return (k - 1) * group.alpha_us + group.TransferUs((k - 1) * bytes);
-      case Kind::kAllToAll:
-      case Kind::kReduceScatter:
-        return (k - 1) * group.alpha_us + group.TransferUs((k - 1) / k * bytes);
-      case Kind::kAllReduce:
-        return 2 * (k - 1) * group.alpha_us + group.TransferUs(2 * (k - 1) / k * bytes);
-      case Kind::kPermute:
-        break;
-    }
-    return 0;
+    return GroupCollectiveUs(ToCollectiveKind(kind), static_cast<double>(k), group,
+                             static_cast<double>(in_bytes));
   }
   // Searcher::Holders.
   int64_t Holders(const CType& type) const {
@@ -494,20 +491,19 @@ class Compact {
       slot_from[a] = slot_to[a] = -1;
       w_from[a] = w_to[a] = 0;
     }
+    // Offsets (block * local size) in dimension i grow by stride * local per unit of the
+    // coordinate.
+    auto place = [&](const CType& c, int i, int64_t local, int* slot, int64_t* w) {
+      int64_t stride = local;
+      for (int s = c.end[i] - 1; s >= c.begin(i); --s) {
+        slot[c.ax[s]] = i;
+        w[c.ax[s]] = stride;
+        stride *= size_[c.ax[s]];
+      }
+    };
     for (int i = 0; i < rank_; ++i) {
-      // Offsets (block * local size) grow by stride * local per unit of the coordinate.
-      int64_t stride = from_local[i];
-      for (int s = type.end[i] - 1; s >= type.begin(i); --s) {
-        slot_from[type.ax[s]] = i;
-        w_from[type.ax[s]] = stride;
-        stride *= size_[type.ax[s]];
-      }
-      stride = to_local_[i];
-      for (int s = to_.end[i] - 1; s >= to_.begin(i); --s) {
-        slot_to[to_.ax[s]] = i;
-        w_to[to_.ax[s]] = stride;
-        stride *= size_[to_.ax[s]];
-      }
+      place(type, i, from_local[i], slot_from, w_from);
+      place(to_, i, to_local_[i], slot_to, w_to);
     }
     int64_t f[kMaxRank] = {}, t[kMaxRank] = {}, coord[kMaxAxes] = {};
     int64_t worst = 0;

@@ -494,7 +494,7 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
     greedy = count > 1 && count <= internal::kGreedyPairingLimit;
   }
   if (greedy) {
-    for (const MeshAxis& axis : mesh.axes()) axis_cost.push_back(cost_model->Axis(axis.name));
+    axis_cost = cost_model->AxisCosts(mesh);
     coords.resize(changed.size() * k);
     std::vector<int64_t> coord(k, 0);
     for (size_t c = 0, d = 0; c < changed.size(); ++d) {
@@ -531,9 +531,7 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
         int differing = 0;
         for (int a = 0; a < k; ++a) {
           if (c[a] == target[a]) continue;
-          link = differing == 0 ? axis_cost[a]
-                                : AxisCost{std::max(link.alpha_us, axis_cost[a].alpha_us),
-                                           std::min(link.gbps, axis_cost[a].gbps)};
+          link = differing == 0 ? axis_cost[a] : Slower(link, axis_cost[a]);
           ++differing;
         }
         return std::make_tuple(link.alpha_us, -link.gbps, differing);

@@ -123,16 +123,7 @@ class Searcher {
   int64_t generated() const { return generated_; }
 
  private:
-  // Lower bounds on the rest of any path from a type to the target: modeled time (time mode;
-  // 0 otherwise) and total bytes received (bytes mode with SearchOptions::bytes_bound; else 0),
-  // which order the queue; `bytes_floor` is the byte bound whenever bytes_bound is set, in time
-  // mode too, where it only prunes (WithinBounds) and leaves the order of equally fast paths
-  // (so bytes_floor >= bytes, equal in bytes mode).
-  struct Bound {
-    double us = 0;
-    int64_t bytes = 0;
-    int64_t bytes_floor = 0;
-  };
+  using Bound = internal::RestBound;
   struct Node {
     DistType type;
     int64_t cost = 0;

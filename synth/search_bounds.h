@@ -17,6 +17,17 @@
 
 namespace reshard::internal {
 
+// A search heuristic's lower bounds on the rest of any path from a type to the target:
+// modeled time (time mode; 0 otherwise) and total bytes received (bytes mode with
+// SearchOptions::bytes_bound; else 0), which order the queue; `bytes_floor` is the byte bound
+// whenever bytes_bound is set, in time mode too, where it only prunes (WithinSearchBounds) and
+// leaves the order of equally fast paths (so bytes_floor >= bytes, equal in bytes mode).
+struct RestBound {
+  double us = 0;
+  int64_t bytes = 0;
+  int64_t bytes_floor = 0;
+};
+
 // BytesLowerBound from ComputeLowerBounds' bytes_total and pending summands K, where `unit`
 // is GlobalElements(to) * NumSummands(to) * element bytes. With a reduction over K summands
 // pending, each of the N (element, target summand) classes needs K - 1 receives that merge

@@ -18,10 +18,6 @@
 namespace reshard {
 namespace {
 
-AxisCost Slower(AxisCost a, AxisCost b) {
-  return AxisCost{std::max(a.alpha_us, b.alpha_us), std::min(a.gbps, b.gbps)};
-}
-
 // CostModel::Between with the cost of axis i given by axis_cost(i); `fallback` when a == b.
 template <typename AxisCostOf>
 AxisCost SlowestLink(const Mesh& mesh, AxisCostOf&& axis_cost, AxisCost fallback, int64_t a,
@@ -42,14 +38,6 @@ AxisCost SlowestLink(const Mesh& mesh, AxisCostOf&& axis_cost, AxisCost fallback
   return cost;
 }
 
-// Every axis's cost, by mesh axis index: looked up by name once for a loop over many pairs.
-std::vector<AxisCost> AxisCosts(const CostModel& model, const Mesh& mesh) {
-  std::vector<AxisCost> costs;
-  costs.reserve(mesh.num_axes());
-  for (const MeshAxis& axis : mesh.axes()) costs.push_back(model.Axis(axis.name));
-  return costs;
-}
-
 // Receive and send time of every device for an all_to_all_v (see the header's table).
 double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType& in,
                        const Collective& op) {
@@ -62,7 +50,7 @@ double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType&
     AxisCost slowest;
   };
   std::vector<Side> recv(n), send(n);
-  const std::vector<AxisCost> axis_cost = AxisCosts(model, mesh);
+  const std::vector<AxisCost> axis_cost = model.AxisCosts(mesh);
   for (const Transfer& t : op.transfers) {
     if (t.source == t.target) continue;
     double bytes = static_cast<double>(element_bytes);
@@ -126,6 +114,30 @@ AxisCost CostModel::Fastest(const Mesh& mesh) const {
   return best;
 }
 
+std::vector<AxisCost> CostModel::AxisCosts(const Mesh& mesh) const {
+  std::vector<AxisCost> costs;
+  costs.reserve(mesh.num_axes());
+  for (const MeshAxis& axis : mesh.axes()) costs.push_back(Axis(axis.name));
+  return costs;
+}
+
+double GroupCollectiveUs(CollectiveKind kind, double k, AxisCost group, double bytes) {
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) * bytes);
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kReduceScatter:
+      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) / k * bytes);
+    case CollectiveKind::kAllReduce:
+      return 2 * (k - 1) * group.alpha_us + group.TransferUs(2 * (k - 1) / k * bytes);
+    case CollectiveKind::kAllSlice:
+    case CollectiveKind::kCollectivePermute:
+    case CollectiveKind::kAllToAllV:
+      return 0;
+  }
+  return 0;
+}
+
 AxisCost CostModel::Between(const Mesh& mesh, int64_t a, int64_t b) const {
   return SlowestLink(
       mesh, [&](int i) { return Axis(mesh.axes()[i].name); }, default_, a, b);
@@ -137,18 +149,15 @@ double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collect
   const AxisCost group = Group(op.mesh_axes);
   switch (op.kind) {
     case CollectiveKind::kAllSlice:
-      return 0;
     case CollectiveKind::kAllGather:
-      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) * bytes);
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kReduceScatter:
-      return (k - 1) * group.alpha_us + group.TransferUs((k - 1) / k * bytes);
     case CollectiveKind::kAllReduce:
-      return 2 * (k - 1) * group.alpha_us + group.TransferUs(2 * (k - 1) / k * bytes);
+      return GroupCollectiveUs(op.kind, k, group, bytes);
     case CollectiveKind::kCollectivePermute: {
       bool any = false;
       AxisCost slowest;
-      const std::vector<AxisCost> axis_cost = AxisCosts(*this, mesh);
+      const std::vector<AxisCost> axis_cost = AxisCosts(mesh);
       for (const auto& [s, t] : op.source_target_pairs) {
         if (s == t) continue;
         const AxisCost link =

@@ -26,6 +26,7 @@
 #ifndef RESHARD_TYPESYS_COST_MODEL_H_
 #define RESHARD_TYPESYS_COST_MODEL_H_
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,6 +49,17 @@ struct AxisCost {
   bool operator==(const AxisCost&) const = default;
 };
 
+// The slower of two links (larger alpha, smaller bandwidth, each on its own): the cost of a
+// group of axes, or of a message crossing several.
+inline AxisCost Slower(AxisCost a, AxisCost b) {
+  return AxisCost{std::max(a.alpha_us, b.alpha_us), std::min(a.gbps, b.gbps)};
+}
+
+// Modeled µs of an all_slice, all_gather, all_to_all, reduce_scatter or all_reduce over a
+// group of k devices whose links cost `group`, on `bytes` local input bytes (the table above);
+// 0 for the other kinds, which the table prices per pair.
+double GroupCollectiveUs(CollectiveKind kind, double k, AxisCost group, double bytes);
+
 // Per-axis costs. Axes without an explicit entry use the default. Immutable once built;
 // cheap to copy (a few entries).
 class CostModel {
@@ -66,6 +78,8 @@ class CostModel {
   AxisCost Axis(std::string_view name) const;
   // A group's cost: max alpha and min bandwidth over `axes` (the default for no axes).
   AxisCost Group(absl::Span<const std::string> axes) const;
+  // Axis(name) of every mesh axis, by axis index (for loops that would look names up often).
+  std::vector<AxisCost> AxisCosts(const Mesh& mesh) const;
   // The cheapest axis of the mesh (min alpha, max bandwidth separately): a lower bound for
   // any message between two devices.
   AxisCost Fastest(const Mesh& mesh) const;
