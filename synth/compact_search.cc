@@ -130,7 +130,7 @@ struct MiddleCache::Impl {
     std::vector<CType> members;
     std::vector<uint64_t> keys;                          // members[m].DimsKey()
     // Placement-key weights, built on a member's first count (members the bounds filter are
-    // never counted). weights[m][0] < 0: not built.
+    // never counted). weights[m][0] < 0: not built; empty until the class's first count.
     std::vector<std::array<int64_t, kMaxAxes>> weights;
     // On meshes of at most kKeyByteDevices devices: each member's per-device placement keys
     // (PlacementKeyBytes), so that a count is a byte comparison. Built when a member is
@@ -648,7 +648,7 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   auto fill = [&](MiddleCache::Impl::Class& c) {
     c.members = std::move(members);
     c.keys.resize(c.members.size());
-    c.weights.assign(c.members.size(), {-1});
+    c.weights.clear();  // Sized on the class's first count: most classes are never counted.
     for (size_t m = 0; m < c.members.size(); ++m) c.keys[m] = c.members[m].DimsKey();
   };
   if (OverBudget()) {
@@ -831,6 +831,7 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
           KeyWeights(s, w_in);
           have_in = true;
         }
+        if (info->weights.empty()) info->weights.assign(info->members.size(), {-1});
         if (info->weights[m][0] < 0) KeyWeights(info->members[m], info->weights[m].data());
         if (by_bytes && info->counted.empty()) {
           info->counted.assign(info->members.size(), 0);

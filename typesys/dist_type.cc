@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -196,76 +197,86 @@ std::string ToString(const DistType& type) {
 }
 
 absl::Status Validate(const Mesh& mesh, const DistType& type) {
-  const std::string text = ToString(type);
+  // Runs on every type of every synthesized plan: messages are built only on failure.
+  auto text = [&] { return ToString(type); };
+  // Where an axis reference is used: dimension `dim`, or the partial list (dim < 0).
+  auto where = [](int dim) {
+    return dim < 0 ? std::string("partial") : absl::StrCat("dimension ", dim);
+  };
   // Every use of each mesh axis (whole or a piece), to report overlaps naming both uses.
   struct Use {
-    std::string ref;
-    std::string where;
+    const std::string* ref;
+    int dim;
     Mesh::Digit digit;
   };
-  std::vector<std::vector<Use>> uses(mesh.num_axes());
-  auto use_axis = [&](const std::string& axis, const std::string& where) -> absl::Status {
-    if (!mesh.HasAxis(axis) && !IsSubAxisRef(axis)) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ", where,
-                                                     " of ", text, " (mesh is ",
-                                                     mesh.ToString(), ")"));
-    }
-    if (absl::Status s = mesh.CheckAxisRef(axis); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(s.message(), " in ", where, " of ", text));
+  absl::InlinedVector<Use, 8> uses;
+  auto use_axis = [&](const std::string& axis, int dim) -> absl::Status {
+    const bool sub = IsSubAxisRef(axis);
+    if (sub || !mesh.HasAxis(axis)) {
+      if (!sub) {
+        return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ",
+                                                       where(dim), " of ", text(), " (mesh is ",
+                                                       mesh.ToString(), ")"));
+      }
+      if (absl::Status s = mesh.CheckAxisRef(axis); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(s.message(), " in ", where(dim), " of ", text()));
+      }
     }
     const Mesh::Digit digit = mesh.Resolve(axis);
-    for (const Use& use : uses[digit.index]) {
-      if (use.ref == axis) {
+    for (const Use& use : uses) {
+      if (use.digit.index != digit.index) continue;
+      if (*use.ref == axis) {
         return absl::InvalidArgumentError(absl::StrCat("mesh axis '", axis,
-                                                       "' is used twice in ", text, " (",
-                                                       use.where, " and ", where, ")"));
+                                                       "' is used twice in ", text(), " (",
+                                                       where(use.dim), " and ", where(dim), ")"));
       }
       if (!Mesh::Compatible(use.digit, digit)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "mesh axis pieces '", use.ref, "' (", use.where, ") and '", axis, "' (", where,
-            ") overlap or do not nest in ", text, " (axis '", mesh.axes()[digit.index].name,
-            "' has size ", mesh.axes()[digit.index].size, ")"));
+            "mesh axis pieces '", *use.ref, "' (", where(use.dim), ") and '", axis, "' (",
+            where(dim), ") overlap or do not nest in ", text(), " (axis '",
+            mesh.axes()[digit.index].name, "' has size ", mesh.axes()[digit.index].size, ")"));
       }
     }
-    uses[digit.index].push_back(Use{axis, where, digit});
+    uses.push_back(Use{&axis, dim, digit});
     return absl::OkStatus();
   };
 
   int64_t elements = 1;
   for (int i = 0; i < type.rank(); ++i) {
     const Dim& dim = type.dims[i];
-    std::string where = absl::StrCat("dimension ", i);
     if (dim.size < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " of ", text, " has size ", dim.size, "; sizes must be >= 1"));
+      return absl::InvalidArgumentError(absl::StrCat(where(i), " of ", text(), " has size ",
+                                                     dim.size, "; sizes must be >= 1"));
     }
+    int64_t shards = 1;
     for (const std::string& axis : dim.axes) {
-      if (absl::Status s = use_axis(axis, where); !s.ok()) return s;
+      if (absl::Status s = use_axis(axis, i); !s.ok()) return s;
+      shards *= uses.back().digit.size;
     }
-    int64_t shards = mesh.GroupSize(dim.axes);
     if (dim.size % shards != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, " of ", text, " has size ", dim.size, ", not divisible by ", shards,
+          where(i), " of ", text(), " has size ", dim.size, ", not divisible by ", shards,
           " (the product of mesh axes ", absl::StrJoin(dim.axes, ","), ")"));
     }
     if (elements > kInt64Max / dim.size) {
       return absl::InvalidArgumentError(
-          absl::StrCat("global element count of ", text, " overflows 64 bits"));
+          absl::StrCat("global element count of ", text(), " overflows 64 bits"));
     }
     elements *= dim.size;
   }
   for (const std::string& axis : type.partial) {
-    if (absl::Status s = use_axis(axis, "partial"); !s.ok()) return s;
+    if (absl::Status s = use_axis(axis, -1); !s.ok()) return s;
   }
   if (elements > kInt64Max / ElementBytes(type.element_type)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("global byte size of ", text, " overflows 64 bits"));
+        absl::StrCat("global byte size of ", text(), " overflows 64 bits"));
   }
   // Byte accounting sums up to a few global sizes per device and step; keep it exact.
   const int64_t bytes = elements * ElementBytes(type.element_type);
   if (bytes > kMaxAccountedBytes / mesh.num_devices()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        text, " is too large: ", bytes, " bytes on each of up to ", mesh.num_devices(),
+        text(), " is too large: ", bytes, " bytes on each of up to ", mesh.num_devices(),
         " devices exceeds the 2^56-byte accounting limit"));
   }
   return absl::OkStatus();
