@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -179,6 +180,8 @@ class Compact {
     to_text_.partial = PartialInMeshOrder(mesh, to);
     from_ = Encode(from);
     to_ = Encode(to);
+    to_dims_key_ = to_.DimsKey();
+    to_dims_mask_ = to_.DimsMask();
     element_bytes_ = ElementBytes(from.element_type);
     bool size_one = false;
     for (int a = 0; a < num_axes_; ++a) {
@@ -427,7 +430,7 @@ class Compact {
       MiddleCache::Impl::Walk walk;
       if (shared_) {
         auto [it, inserted] =
-            cache_.walks.try_emplace({to_.DimsKey(), type.DimsKey()}, MiddleCache::Impl::Walk{});
+            cache_.walks.try_emplace({to_dims_key_, type.DimsKey()}, MiddleCache::Impl::Walk{});
         if (inserted || (need_total && it->second.total < 0)) {
           it->second = Walk(type, from_local, need_total);
         }
@@ -459,7 +462,7 @@ class Compact {
       }
       for (int p = b + common; p < e; ++p) unsettled *= size_[type.ax[p]];
     }
-    return growth_->Order(pieces, type.DimsMask() == to_.DimsMask(), unsettled);
+    return growth_->Order(pieces, type.DimsMask() == to_dims_mask_, unsettled);
   }
 
   // Searcher::MemberOutOfBounds for member m of `info`. The member's GrowthBound depends only
@@ -565,6 +568,8 @@ class Compact {
   uint32_t relevant_mask_ = 0;
   std::vector<int> relevant_;
   CType from_, to_;
+  uint64_t to_dims_key_ = 0;  // to_.DimsKey() and to_.DimsMask(), asked for every edge.
+  uint32_t to_dims_mask_ = 0;
   int64_t to_local_[kMaxRank] = {};
   int64_t target_elements_ = 0;
   __int128 pending_unit_ = 0;
@@ -610,10 +615,17 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   }
 
   std::vector<CType> members;
-  std::vector<int> pool;
+  // The axes to place and their sizes, in mesh order.
+  uint8_t pool[kMaxAxes];
+  int64_t pool_size[kMaxAxes];
+  int pool_count = 0;
   for (int a : relevant_) {
-    if (!(s.partial & (1u << a))) pool.push_back(a);
+    if (!(s.partial & (1u << a))) {
+      pool[pool_count] = static_cast<uint8_t>(a);
+      pool_size[pool_count++] = size_[a];
+    }
   }
+  const size_t max_members = MaxPermuteClassSize(timed());
   uint32_t used = 0;  // Bit i: pool[i] is placed.
   CType t;
   t.rank = static_cast<uint8_t>(rank_);
@@ -626,7 +638,7 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
     if (dim == rank_) {
       Charge(kTypeWork);
       members.push_back(t);
-      if (members.size() > MaxPermuteClassSize(timed())) work_ = options_.max_work + 1;
+      if (members.size() > max_members) work_ = options_.max_work + 1;
       return;
     }
     if (remaining == 1) {
@@ -634,11 +646,13 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
       int next = dim + 1;
       self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1);
     }
-    for (size_t i = 0; i < pool.size(); ++i) {
-      const int64_t size = size_[pool[i]];
-      if ((used & (1u << i)) || remaining % size != 0) continue;
+    // The unplaced pool entries in ascending order; a size above `remaining` cannot divide it.
+    for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
+      const int i = std::countr_zero(free);
+      const int64_t size = pool_size[i];
+      if (size > remaining || remaining % size != 0) continue;
       used |= 1u << i;
-      t.ax[count++] = static_cast<uint8_t>(pool[i]);
+      t.ax[count++] = pool[i];
       self(self, dim, remaining / size);
       --count;
       used &= ~(1u << i);

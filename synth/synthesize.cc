@@ -964,7 +964,8 @@ void CheckOrDie(const Plan& plan, std::string_view what) {
 
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
 // `gave_up`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
-// `mesh`) is used by normal and optimal only.
+// `mesh`) is used by normal and optimal only, and NotFound says that none of their plans
+// beats it (the synthesized steps are the incumbent's).
 absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
                                          const DistType& to, const SynthesisOptions& options,
                                          bool* gave_up = nullptr,
@@ -1029,6 +1030,10 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       break;
     }
   }
+  // Nothing beat the incumbent: the caller holds that plan already, priced and checked.
+  if (incumbent != nullptr && steps == *incumbent) {
+    return absl::NotFoundError("no plan beats the incumbent");
+  }
   PairPermutes(mesh, from, options.cost_model, steps);
   // The target prints as the caller wrote it (partial order is not significant).
   if (!steps.empty()) {
@@ -1054,7 +1059,8 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
 }
 
 // Synthesizes on `refinement` and brings the plan back to the user's mesh in canonical form.
-// `incumbent`: a plan on refinement.mesh() whose refinement normal and optimal must beat.
+// `incumbent`: a plan on refinement.mesh() whose refinement normal and optimal must beat;
+// NotFound when they return it unchanged.
 absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
                                        const DistType& to, const SynthesisOptions& options,
                                        bool* gave_up = nullptr,
