@@ -616,12 +616,19 @@ absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& 
                                               const DistType& to, bool* fell_back) {
   if (fell_back != nullptr) *fell_back = false;
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
-  absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
-  if (!atoms.ok()) return atoms.status();
   Plan plan;
-  plan.mesh = atoms->refined();
-  plan.source = atoms->Refine(from);
-  plan.target = atoms->Refine(to);
+  if (refs.empty() && HasPrimeAxes(mesh)) {  // The mesh is its own atoms.
+    plan.mesh = mesh;
+    plan.source = from;
+    plan.target = to;
+  } else {
+    absl::StatusOr<AxisRefinement> atoms =
+        AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+    if (!atoms.ok()) return atoms.status();
+    plan.mesh = atoms->refined();
+    plan.source = atoms->Refine(from);
+    plan.target = atoms->Refine(to);
+  }
   plan.steps = ShardyStepsOnAtoms(plan.mesh, plan.source, plan.target, fell_back);
   return CoarsenPlan(mesh, std::move(plan)).steps;
 }

@@ -684,11 +684,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
 // step within the memory bound.
 std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
-  for (const MeshAxis& axis : mesh.axes()) {
-    for (int64_t f = 2; f * f <= axis.size; ++f) {
-      if (axis.size % f == 0) return std::nullopt;
-    }
-  }
+  if (!HasPrimeAxes(mesh)) return std::nullopt;
   bool fell_back = false;
   absl::StatusOr<std::vector<Step>> steps = internal::ShardySteps(mesh, from, to, &fell_back);
   if (!steps.ok() || fell_back || HasSubAxes(mesh, from, *steps)) return std::nullopt;
@@ -1149,7 +1145,7 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   // (A trivial refinement is not enough: `x:(1)4` on x = 4 must still be renamed to `x`.)
   absl::StatusOr<Plan> plan = refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options)
                                            : SynthesizeRefined(*coarse, from, to, options);
-  if (!split) return finish(*coarse, std::move(plan));
+  if (!split || (refs.empty() && HasPrimeAxes(mesh))) return finish(*coarse, std::move(plan));
   absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
   RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.
   if (fine->refined().num_axes() == coarse->refined().num_axes()) {

@@ -58,6 +58,15 @@ void AppendPrimeFactors(int64_t n, std::vector<int64_t>* out) {
 
 }  // namespace
 
+bool HasPrimeAxes(const Mesh& mesh) {
+  for (const MeshAxis& axis : mesh.axes()) {
+    for (int64_t f = 2; f * f <= axis.size; ++f) {
+      if (axis.size % f == 0) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
   if (!AnySubAxis(mesh, axes)) return std::vector<std::string>(axes.begin(), axes.end());
   std::vector<Mesh::Digit> digits;

@@ -63,6 +63,10 @@ std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& from, con
 std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
                                      absl::Span<const Step> steps);
 
+// True when every axis of `mesh` has prime size (or size 1): without sub-axis references the
+// prime-factor refinement of `mesh` is then `mesh` itself.
+bool HasPrimeAxes(const Mesh& mesh);
+
 // A refinement of a mesh (see the file comment). Immutable; cheap to copy for small meshes.
 class AxisRefinement {
  public:
