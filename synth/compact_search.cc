@@ -141,6 +141,13 @@ struct MiddleCache::Impl {
     std::vector<uint8_t> counted;  // Per member: counted before.
     // Per source state key: MovedDevices to each member and its work (-1: not computed).
     absl::flat_hash_map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> moved;
+    // The number of members (saturated above MaxPermuteClassSize), known before they are
+    // enumerated: searches that bound every member walk the class instead
+    // (Compact::WalkPermuteClass) and keep only `size` and `moved_by_key`. -1: not known.
+    int64_t size = -1;
+    bool enumerated = false;  // `members` and the per-member vectors above are built.
+    // The walks' MovedDevices memo: (source dims key, member dims key) -> count and work.
+    absl::flat_hash_map<std::pair<uint64_t, uint64_t>, std::pair<int64_t, int64_t>> moved_by_key;
   };
   // Keyed by (relevant-axes mask, partial mask, local shape...).
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 2>, std::unique_ptr<Class>> classes;
@@ -540,10 +547,28 @@ class Compact {
     return WithinSearchBounds(options_, node.us, node.cost, node.h.us, node.h.bytes_floor);
   }
 
+  using Floor = std::tuple<double, int64_t, int>;
   MiddleCache::Impl::Class* PermuteClass(const CType& s, const int64_t* local, bool* complete);
+  // The axes a member of s's permute class may place (relevant, not partial in s), in mesh
+  // order, with their sizes; returns how many.
+  int ClassPool(const CType& s, uint8_t* pool, int64_t* pool_size) const;
+  // The number of members PermuteClass enumerates, saturated at MaxPermuteClassSize + 1.
+  int64_t CountPermuteClass(const CType& s, const int64_t* local) const;
+  // Charges what PermuteClass's enumeration of `count` members charges (kTypeWork per member
+  // while within budget; the whole budget past MaxPermuteClassSize members); false when that
+  // enumeration is cut short (then the class yields no edge: the search is over budget).
+  bool ChargeEnumeration(int64_t count);
+  // The permute edges of `s` when every member is bounded (MemberOutOfBounds applies): the
+  // members of its class in PermuteClass's order, skipping subtrees of the enumeration whose
+  // every member is out of bounds, so that large classes of which a few members qualify are
+  // neither stored nor scanned. Same edges, order and work as Neighbors' loop over
+  // PermuteClass.
+  void WalkPermuteClass(const CType& s, const int64_t* local, int64_t pieces, int64_t in_bytes,
+                        double path_us, double permute_us, const Floor& floor,
+                        absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
+                        absl::FunctionRef<void(const CType&, int64_t)> add_permute);
   // `path`: (modeled time, bytes, steps) of the best path to `s`; `improvable` as in
   // Searcher::Neighbors, by state key.
-  using Floor = std::tuple<double, int64_t, int>;
   void Neighbors(const CType& s, int64_t in_bytes, bool after_permute, const Floor& path,
                  absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
                  std::vector<Edge>& edges);
@@ -606,7 +631,7 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   shared_key[0] = relevant_mask_;
   std::copy(own_key.begin(), own_key.end(), shared_key.begin() + 1);
   auto shared = cache_.classes.find(shared_key);
-  if (shared != cache_.classes.end() &&
+  if (shared != cache_.classes.end() && shared->second->enumerated &&
       shared->second->members.size() <= MaxPermuteClassSize(timed()) &&
       work_ + static_cast<int64_t>(shared->second->members.size()) * kTypeWork <=
           options_.max_work) {
@@ -615,16 +640,9 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   }
 
   std::vector<CType> members;
-  // The axes to place and their sizes, in mesh order.
   uint8_t pool[kMaxAxes];
   int64_t pool_size[kMaxAxes];
-  int pool_count = 0;
-  for (int a : relevant_) {
-    if (!(s.partial & (1u << a))) {
-      pool[pool_count] = static_cast<uint8_t>(a);
-      pool_size[pool_count++] = size_[a];
-    }
-  }
+  const int pool_count = ClassPool(s, pool, pool_size);
   const size_t max_members = MaxPermuteClassSize(timed());
   uint32_t used = 0;  // Bit i: pool[i] is placed.
   CType t;
@@ -674,9 +692,153 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
     return &partial_class_;
   }
   auto& slot = cache_.classes[shared_key];
-  slot = std::make_unique<MiddleCache::Impl::Class>();
+  if (slot == nullptr) slot = std::make_unique<MiddleCache::Impl::Class>();  // Else sized only.
   fill(*slot);
+  slot->size = static_cast<int64_t>(slot->members.size());
+  slot->enumerated = true;
   return classes_.emplace(own_key, slot.get()).first->second;
+}
+
+int Compact::ClassPool(const CType& s, uint8_t* pool, int64_t* pool_size) const {
+  int count = 0;
+  for (int a : relevant_) {
+    if (!(s.partial & (1u << a))) {
+      pool[count] = static_cast<uint8_t>(a);
+      pool_size[count++] = size_[a];
+    }
+  }
+  return count;
+}
+
+int64_t Compact::CountPermuteClass(const CType& s, const int64_t* local) const {
+  uint8_t pool[kMaxAxes];
+  int64_t pool_size[kMaxAxes];
+  const int pool_count = ClassPool(s, pool, pool_size);
+  const int64_t cap = static_cast<int64_t>(MaxPermuteClassSize(timed())) + 1;
+  // Members below a node of the enumeration, by (dimension, used pool entries, remaining
+  // quotient of the dimension): orders of the same axes reach the same node.
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, int64_t> memo;
+  auto rec = [&](auto& self, int dim, uint32_t used, int64_t remaining) -> int64_t {
+    if (dim == rank_) return 1;
+    const std::pair<uint32_t, int64_t> key{(used << 4) | static_cast<uint32_t>(dim), remaining};
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    int64_t total = 0;
+    if (remaining == 1) {
+      const int next = dim + 1;
+      total = self(self, next, used, next < rank_ ? dim_size_[next] / local[next] : 1);
+    }
+    for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
+      const int i = std::countr_zero(free);
+      if (pool_size[i] > remaining || remaining % pool_size[i] != 0) continue;
+      total = std::min(cap, total + self(self, dim, used | (1u << i), remaining / pool_size[i]));
+    }
+    memo.emplace(key, total);
+    return total;
+  };
+  return rec(rec, 0, 0, dim_size_[0] / local[0]);
+}
+
+bool Compact::ChargeEnumeration(int64_t count) {
+  const int64_t max_work = options_.max_work;
+  if (work_ > max_work) return false;
+  // The enumeration stops before the first member that finds the budget spent, and right
+  // after the member that exceeds MaxPermuteClassSize, which spends it.
+  const int64_t within_budget = (max_work - work_) / kTypeWork + 1;
+  const int64_t too_many = static_cast<int64_t>(MaxPermuteClassSize(timed())) + 1;
+  const int64_t pushed = std::min({count, within_budget, too_many});
+  work_ += pushed * kTypeWork;
+  if (pushed == too_many) work_ = max_work + 1;
+  return work_ <= max_work;
+}
+
+void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pieces,
+                               int64_t in_bytes, double path_us, double permute_us,
+                               const Floor& floor,
+                               absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
+                               absl::FunctionRef<void(const CType&, int64_t)> add_permute) {
+  std::array<int64_t, kMaxRank + 1> own_key = {};
+  own_key[0] = s.partial;
+  std::copy(local, local + rank_, own_key.begin() + 1);
+  MiddleCache::Impl::Class* info = nullptr;
+  if (auto it = classes_.find(own_key); it != classes_.end()) {
+    info = it->second;  // Charged when this search first met the class, as PermuteClass.
+  } else {
+    std::array<int64_t, kMaxRank + 2> shared_key = {};
+    shared_key[0] = relevant_mask_;
+    std::copy(own_key.begin(), own_key.end(), shared_key.begin() + 1);
+    auto& slot = cache_.classes[shared_key];
+    if (slot == nullptr) slot = std::make_unique<MiddleCache::Impl::Class>();
+    if (slot->size < 0) slot->size = CountPermuteClass(s, local);
+    if (!ChargeEnumeration(slot->size)) return;  // PermuteClass's class would be cut short.
+    info = classes_.emplace(own_key, slot.get()).first->second;
+  }
+  const uint64_t key = s.DimsKey();
+  bool have_in = false;
+  int64_t w_in[kMaxAxes];
+  // Members whose bound exceeds this are out of bounds (MemberOutOfBounds). A subtree is
+  // skipped when a lower bound on its members' bounds exceeds it by more than rounding: the
+  // bound g(max(pieces, unsettled)) only grows as axes are placed (g is monotone, unsettled
+  // only gains factors), and its same-axes-or-not minimum with a permute is taken as the
+  // smaller one; every member that is visited is then tested exactly.
+  const double limit = options_.max_cost_us - path_us - permute_us;
+  const double slack = 1e-9 * std::max(1.0, std::abs(options_.max_cost_us));
+  uint8_t pool[kMaxAxes];
+  int64_t pool_size[kMaxAxes];
+  const int pool_count = ClassPool(s, pool, pool_size);
+  uint32_t used = 0;
+  CType t;
+  t.rank = static_cast<uint8_t>(rank_);
+  t.partial = s.partial;
+  int count = 0;
+  // PermuteClass's enumeration; `unsettled` is the product of the placed axes outside the
+  // common prefix of their dimension with the target's, `matching` whether the current
+  // dimension is still in it.
+  auto rec = [&](auto& self, int dim, int64_t remaining, int64_t unsettled,
+                 bool matching) -> void {
+    if (OverBudget()) return;
+    if (dim == rank_) {
+      const uint64_t member = t.DimsKey();
+      if (member == key) return;
+      if (path_us + permute_us + GrowthBound(t, pieces) > options_.max_cost_us) return;
+      if (once_per_class_ && !improvable(StateKey{member, s.partial}, floor)) return;
+      auto [memo, fresh] = info->moved_by_key.try_emplace({key, member});
+      if (fresh) {
+        if (!have_in) {
+          KeyWeights(s, w_in);
+          have_in = true;
+        }
+        int64_t w_out[kMaxAxes];
+        KeyWeights(t, w_out);
+        int64_t steps = 0;
+        const int64_t moved = Moved(w_in, w_out, &steps);
+        memo->second = {moved, steps};
+      }
+      Charge(memo->second.second * kCountStepWork);
+      add_permute(t, memo->second.first * in_bytes);
+      return;
+    }
+    if (growth_->Order(pieces, true, unsettled) > limit + slack) return;
+    if (remaining == 1) {
+      t.end[dim] = static_cast<uint8_t>(count);
+      const int next = dim + 1;
+      self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1, unsettled, true);
+    }
+    const int position = count - t.begin(dim);
+    const int target_slot = to_.begin(dim) + position;
+    for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
+      const int i = std::countr_zero(free);
+      const int64_t size = pool_size[i];
+      if (size > remaining || remaining % size != 0) continue;
+      const bool still = matching && target_slot < to_.end[dim] &&
+                         to_.ax[target_slot] == pool[i];
+      used |= 1u << i;
+      t.ax[count++] = pool[i];
+      self(self, dim, remaining / size, still ? unsettled : unsettled * size, still);
+      --count;
+      used &= ~(1u << i);
+    }
+  };
+  rec(rec, 0, dim_size_[0] / local[0], 1, true);
 }
 
 // Searcher::Neighbors, in the same order.
@@ -816,6 +978,16 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
       if (!first && path_us > at->second) return;
       at->second = std::min(at->second, path_us);
     }
+    const double permute_us =
+        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
+    const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
+    if (growth_ && permutes_move_ && options_.use_heuristic) {  // MemberOutOfBounds applies.
+      WalkPermuteClass(s, local, pieces, in_bytes, path_us, permute_us, floor, improvable,
+                       [&](const CType& member, int64_t cost) {
+                         add(Op{Kind::kPermute}, member, cost, -1);
+                       });
+      return;
+    }
     bool complete = false;
     MiddleCache::Impl::Class* info = PermuteClass(s, local, &complete);
     std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
@@ -828,9 +1000,6 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     int64_t w_in[kMaxAxes];
     const bool by_bytes = n_ <= kKeyByteDevices;
     std::vector<uint8_t> in_key_bytes;  // With by_bytes, built on the first count.
-    const double permute_us =
-        fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
-    const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
     for (size_t m = 0; m < info->members.size(); ++m) {
       if (info->keys[m] == key || OverBudget()) continue;
       // Both filters are pure; the cheaper first.

@@ -254,6 +254,59 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
   ExpectOutcomes(codes, 1000, 50, 50);
 }
 
+// The searches of one `normal` call share a MiddleCache across objectives: a time-mode
+// middle (which bounds every permute member and keeps only class sizes) may meet a class
+// first, and a bytes-mode middle (which needs the members) after it, or the other way round.
+// Each must return and charge exactly what it does with a cache of its own.
+TEST(MiddleSearch, SharedCacheAcrossObjectivesChangesNothing) {
+  std::mt19937 rng(11);
+  const char* meshes[] = {"x=2,y=4,z=4", "x=4,y=4,z=4", "a=2,b=2,c=2,d=2", "x=2,y=3,z=2",
+                          "a=2,b=2,c=2,d=2,e=2,f=2"};
+  const int64_t sizes[] = {16, 64, 256, 4096};
+  CostModel uniform;
+  int compared = 0;
+  for (int iter = 0; iter < 3000 && compared < 200; ++iter) {
+    const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
+    const std::vector<int64_t> dims = RandomDims(rng, 3, sizes);
+    std::optional<DistType> x = RandomType(rng, mesh, dims, false, nullptr);
+    if (!x) continue;
+    std::optional<DistType> y = RandomType(rng, mesh, dims, false, nullptr);
+    if (!y || x == y || LocalBytes(mesh, *x) != LocalBytes(mesh, *y)) continue;
+    ++compared;
+    SearchOptions bytes;
+    bytes.max_local_bytes = LocalBytes(mesh, *x);
+    bytes.max_states = 4000;
+    bytes.max_work = int64_t{1} << 26;
+    bytes.fill_permute_pairs = false;
+    bytes.allow_all_slice = bytes.allow_all_gather = false;
+    bytes.allow_all_reduce = bytes.allow_reduce_scatter = false;
+    SearchOptions timed = bytes;
+    timed.cost_model = &uniform;
+    const SearchOptions* orders[2][2] = {{&timed, &bytes}, {&bytes, &timed}};
+    for (const auto& order : orders) {
+      internal::MiddleCache shared;
+      for (const SearchOptions* options : order) {
+        internal::MiddleCache own;
+        SearchStats want_stats, got_stats;
+        internal::MiddlePath want_path, got_path;
+        absl::StatusOr<std::vector<Step>> want =
+            internal::MiddleSearch(mesh, *x, *y, *options, own, &want_stats, &want_path);
+        absl::StatusOr<std::vector<Step>> got =
+            internal::MiddleSearch(mesh, *x, *y, *options, shared, &got_stats, &got_path);
+        const std::string where =
+            absl::StrCat(mesh.ToString(), " ", ToString(*x), " -> ", ToString(*y),
+                         options->cost_model != nullptr ? " timed" : " bytes");
+        ASSERT_EQ(want.status().code(), got.status().code()) << where;
+        if (want.ok()) {
+          ASSERT_EQ(*want, *got) << where;
+        }
+        ExpectSameStats(want_stats, got_stats, where);
+      }
+    }
+  }
+  EXPECT_GE(compared, 100);
+}
+
 TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
   std::mt19937 rng(13);
   const char* meshes[] = {"x=8",         "x=2,y=4",     "x=4,y=4",         "x=2,y=2,z=2",
