@@ -715,27 +715,47 @@ int64_t Compact::CountPermuteClass(const CType& s, const int64_t* local) const {
   int64_t pool_size[kMaxAxes];
   const int pool_count = ClassPool(s, pool, pool_size);
   const int64_t cap = static_cast<int64_t>(MaxPermuteClassSize(timed())) + 1;
-  // Members below a node of the enumeration, by (dimension, used pool entries, remaining
-  // quotient of the dimension): orders of the same axes reach the same node.
-  absl::flat_hash_map<std::pair<uint32_t, int64_t>, int64_t> memo;
-  auto rec = [&](auto& self, int dim, uint32_t used, int64_t remaining) -> int64_t {
-    if (dim == rank_) return 1;
-    const std::pair<uint32_t, int64_t> key{(used << 4) | static_cast<uint32_t>(dim), remaining};
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-    int64_t total = 0;
-    if (remaining == 1) {
-      const int next = dim + 1;
-      total = self(self, next, used, next < rank_ ? dim_size_[next] / local[next] : 1);
+  // A member puts, in each dimension d, some set of unused pool axes whose sizes multiply to
+  // d's quotient, in any of its |set|! orders (every prefix of such an order divides the
+  // quotient, so the enumeration reaches them all). Count by dimension over the sets of axes
+  // used so far.
+  const uint32_t masks = 1u << pool_count;
+  std::vector<int64_t> product(masks, 1);
+  for (uint32_t m = 1; m < masks; ++m) {
+    product[m] = product[m & (m - 1)] * pool_size[std::countr_zero(m)];
+  }
+  int64_t factorial[kMaxAxes + 1] = {1};
+  for (int k = 1; k <= kMaxAxes; ++k) factorial[k] = factorial[k - 1] * k;
+  std::vector<std::pair<uint32_t, int64_t>> ways = {{0u, 1}}, next;
+  std::vector<uint32_t> sets;
+  for (int d = 0; d < rank_; ++d) {
+    const int64_t quotient = dim_size_[d] / local[d];
+    sets.clear();
+    for (uint32_t m = 0; m < masks; ++m) {
+      if (product[m] == quotient) sets.push_back(m);
     }
-    for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
-      const int i = std::countr_zero(free);
-      if (pool_size[i] > remaining || remaining % pool_size[i] != 0) continue;
-      total = std::min(cap, total + self(self, dim, used | (1u << i), remaining / pool_size[i]));
+    next.clear();
+    for (const auto& [used, count] : ways) {
+      for (uint32_t set : sets) {
+        if (set & used) continue;
+        const __int128 more = __int128{count} * factorial[std::popcount(set)];
+        next.emplace_back(used | set, static_cast<int64_t>(std::min<__int128>(more, cap)));
+      }
     }
-    memo.emplace(key, total);
-    return total;
-  };
-  return rec(rec, 0, 0, dim_size_[0] / local[0]);
+    // Merge equal used sets.
+    std::sort(next.begin(), next.end());
+    ways.clear();
+    for (const auto& [used, count] : next) {
+      if (!ways.empty() && ways.back().first == used) {
+        ways.back().second = std::min(cap, ways.back().second + count);
+      } else {
+        ways.emplace_back(used, count);
+      }
+    }
+  }
+  int64_t total = 0;
+  for (const auto& entry : ways) total = std::min(cap, total + entry.second);
+  return total;
 }
 
 bool Compact::ChargeEnumeration(int64_t count) {
@@ -793,6 +813,19 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
   // PermuteClass's enumeration; `unsettled` is the product of the placed axes outside the
   // common prefix of their dimension with the target's, `matching` whether the current
   // dimension is still in it.
+  // Whether members whose unsettled product is at least `unsettled` may all be skipped; the
+  // few distinct products are remembered.
+  std::pair<int64_t, bool> seen[16];
+  int num_seen = 0;
+  auto out_of_bounds = [&](int64_t unsettled) {
+    for (int k = 0; k < num_seen; ++k) {
+      if (seen[k].first == unsettled) return seen[k].second;
+    }
+    const bool out = growth_->Order(pieces, true, unsettled) > limit + slack;
+    if (num_seen < 16) seen[num_seen++] = {unsettled, out};
+    return out;
+  };
+  if (out_of_bounds(1)) return;
   auto rec = [&](auto& self, int dim, int64_t remaining, int64_t unsettled,
                  bool matching) -> void {
     if (OverBudget()) return;
@@ -817,7 +850,6 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
       add_permute(t, memo->second.first * in_bytes);
       return;
     }
-    if (growth_->Order(pieces, true, unsettled) > limit + slack) return;
     if (remaining == 1) {
       t.end[dim] = static_cast<uint8_t>(count);
       const int next = dim + 1;
@@ -831,6 +863,7 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
       if (size > remaining || remaining % size != 0) continue;
       const bool still = matching && target_slot < to_.end[dim] &&
                          to_.ax[target_slot] == pool[i];
+      if (!still && out_of_bounds(unsettled * size)) continue;  // The whole subtree.
       used |= 1u << i;
       t.ax[count++] = pool[i];
       self(self, dim, remaining / size, still ? unsettled : unsettled * size, still);
