@@ -106,21 +106,24 @@ int64_t Saturate(__int128 value) {
 // (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
 // coordinate tuples of the axes whose weights differ on which both keys agree, enumerating all
 // of those axes but the largest and solving for its coordinate.
-int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const int64_t> w_in,
+int64_t CountMovedByWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,
                             absl::Span<const int64_t> w_out, int64_t n) {
-  RESHARD_CHECK(w_in.size() == sizes.size() && w_out.size() == sizes.size());
-  // Only axes of size > 1 become terms: at most log2(devices) of them.
-  absl::InlinedVector<int64_t, 16> diff, size;
+  const int num_axes = mesh.num_axes();
+  RESHARD_CHECK(static_cast<int>(w_in.size()) == num_axes &&
+                static_cast<int>(w_out.size()) == num_axes);
+  // Only axes of size > 1 become terms: at most log2(kMaxDevices) = 20 of them.
+  int64_t diff[64], size[64], coord[64];
+  int terms = 0;
   int64_t free_devices = 1;
-  for (size_t a = 0; a < sizes.size(); ++a) {
-    if (w_in[a] == w_out[a] || sizes[a] == 1) {
-      free_devices *= sizes[a];
+  for (int a = 0; a < num_axes; ++a) {
+    const int64_t axis_size = mesh.axes()[a].size;
+    if (w_in[a] == w_out[a] || axis_size == 1) {
+      free_devices *= axis_size;
     } else {
-      diff.push_back(w_in[a] - w_out[a]);
-      size.push_back(sizes[a]);
+      diff[terms] = w_in[a] - w_out[a];
+      size[terms++] = axis_size;
     }
   }
-  const int terms = static_cast<int>(diff.size());
   if (terms == 0) return 0;
   int last = 0;
   for (int t = 1; t < terms; ++t) {
@@ -129,7 +132,7 @@ int64_t CountMovedByWeights(absl::Span<const int64_t> sizes, absl::Span<const in
   std::swap(diff[last], diff[terms - 1]);
   std::swap(size[last], size[terms - 1]);
   const int64_t d_last = diff[terms - 1], s_last = size[terms - 1];
-  absl::InlinedVector<int64_t, 16> coord(terms, 0);
+  std::fill(coord, coord + terms, 0);
   int64_t sum = 0, kept = 0;
   // c * d_last == -sum for some 0 <= c < s_last: only sums in [lo, hi] can be solved, which a
   // comparison decides before the division does.
@@ -246,9 +249,7 @@ int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in
   if (n <= kWalkDevices) {
     // Charged as the walk over the devices it replaces (budgets cut searches where they did).
     if (work != nullptr) *work = n;
-    absl::InlinedVector<int64_t, 16> sizes(mesh.num_axes());
-    for (int a = 0; a < mesh.num_axes(); ++a) sizes[a] = mesh.axes()[a].size;
-    return CountMovedByWeights(sizes, w_in, w_out, n);
+    return CountMovedByWeights(mesh, w_in, w_out, n);
   }
   // A device keeps its placement iff sum_a coord_a * (w_in[a] - w_out[a]) == 0. Count the
   // solutions: axes with equal weights are free; the others are enumerated by dynamic
