@@ -9,7 +9,10 @@
 //
 // Canonical data: the global array's element with row-major linear index e has value e + 1.
 // A partial type with P summands splits it as summand p = (e + 1) * (p + 1), so the global
-// value is (e + 1) * P * (P + 1) / 2; every miscounted summand changes the sum.
+// value is (e + 1) * P * (P + 1) / 2; one miscounted summand changes the sum, but errors can
+// cancel: a group holding element 33's summand 0 where element 16's summand 1 belongs sums
+// right ((33 + 1) * 1 == (16 + 1) * 2). Checks that must tell such plans apart perturb the
+// summands (tests/proofs_support.h, MaterializeGeneric).
 #ifndef RESHARD_INTERP_INTERPRETER_H_
 #define RESHARD_INTERP_INTERPRETER_H_
 

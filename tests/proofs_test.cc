@@ -242,6 +242,29 @@ TEST(PlanCertificate, SummandCountedTwiceIsRefuted) {
   EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, *cert->obligation.counterexample), "");
 }
 
+TEST(PlanCertificate, CounterexampleConfirmedWhereCanonicalValuesCollide) {
+  // Found by ProofsProperty.Z3VerdictEqualsInterpreterWithSubAxes: normal's plan with two
+  // permute targets swapped. Z3 refutes it at device 33, local [0,1,1], which holds element 33
+  // (summand 0) where element 16 belongs; the canonical summand values coincide there
+  // ((33+1)·1 = (16+1)·2), so the target group's canonical sum is right at that index (the
+  // plan is still wrong elsewhere). The confirmation must see the wrong element anyway.
+  Mesh mesh = M("x=3,y=3,z=6");
+  DistType from = T(mesh, "i8[9{y},2,3{z:(2)3}] partial{x,z:(1)2}");
+  DistType to = T(mesh, "i8[9{z:(2)3,y},2,3] partial{x,z:(1)2}");
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<Step> steps = plan->steps;
+  ASSERT_EQ(steps[0].op.kind, CollectiveKind::kCollectivePermute);
+  auto& pairs = steps[0].op.source_target_pairs;
+  ASSERT_GE(pairs.size(), 15u);
+  std::swap(pairs[6].second, pairs[14].second);
+  absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, from, to, steps);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  ASSERT_EQ(cert->obligation.status, ObligationStatus::kRefuted);
+  const Counterexample& cex = *cert->obligation.counterexample;
+  EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, cex), "") << ObligationToText(cert->obligation);
+}
+
 TEST(PlanCertificate, DirectPlansAreProved) {
   // Strategy direct: one all_to_all_v (after an all_reduce for partial sources).
   const char* cases[][3] = {
