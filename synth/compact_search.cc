@@ -552,6 +552,23 @@ class Compact {
   // The axes a member of s's permute class may place (relevant, not partial in s), in mesh
   // order, with their sizes; returns how many.
   int ClassPool(const CType& s, uint8_t* pool, int64_t* pool_size) const;
+  // The members of s's permute class in PermuteClass's order, `leaf(member)` for each while
+  // the budget lasts. `skip(unsettled)` prunes the subtree below a placement that leaves its
+  // dimension's common prefix with the target, given the product of the placed axes outside
+  // those prefixes (GrowthBound's unsettled, which only grows below).
+  template <typename Leaf, typename Skip>
+  void EnumerateClass(const CType& s, const int64_t* local, Leaf leaf, Skip skip);
+  // The keys of s's permute class in this search's classes_ (partial mask, local shape) and in
+  // the shared cache (also the relevant axes, which differ between searches).
+  std::pair<std::array<int64_t, kMaxRank + 1>, std::array<int64_t, kMaxRank + 2>> ClassKeys(
+      const CType& s, const int64_t* local) const {
+    std::pair<std::array<int64_t, kMaxRank + 1>, std::array<int64_t, kMaxRank + 2>> keys = {};
+    keys.first[0] = s.partial;
+    std::copy(local, local + rank_, keys.first.begin() + 1);
+    keys.second[0] = relevant_mask_;
+    std::copy(keys.first.begin(), keys.first.end(), keys.second.begin() + 1);
+    return keys;
+  }
   // The number of members PermuteClass enumerates, saturated at MaxPermuteClassSize + 1.
   int64_t CountPermuteClass(const CType& s, const int64_t* local) const;
   // Charges what PermuteClass's enumeration of `count` members charges (kTypeWork per member
@@ -621,15 +638,10 @@ class Compact {
 // cached, no memo of counts).
 MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* local,
                                                 bool* complete) {
-  std::array<int64_t, kMaxRank + 1> own_key = {};
-  own_key[0] = s.partial;
-  std::copy(local, local + rank_, own_key.begin() + 1);
+  const auto [own_key, shared_key] = ClassKeys(s, local);
   *complete = true;
   auto it = classes_.find(own_key);
   if (it != classes_.end()) return it->second;
-  std::array<int64_t, kMaxRank + 2> shared_key = {};
-  shared_key[0] = relevant_mask_;
-  std::copy(own_key.begin(), own_key.end(), shared_key.begin() + 1);
   auto shared = cache_.classes.find(shared_key);
   if (shared != cache_.classes.end() && shared->second->enumerated &&
       shared->second->members.size() <= MaxPermuteClassSize(timed()) &&
@@ -640,43 +652,15 @@ MiddleCache::Impl::Class* Compact::PermuteClass(const CType& s, const int64_t* l
   }
 
   std::vector<CType> members;
-  uint8_t pool[kMaxAxes];
-  int64_t pool_size[kMaxAxes];
-  const int pool_count = ClassPool(s, pool, pool_size);
   const size_t max_members = MaxPermuteClassSize(timed());
-  uint32_t used = 0;  // Bit i: pool[i] is placed.
-  CType t;
-  t.rank = static_cast<uint8_t>(rank_);
-  t.partial = s.partial;
-  int count = 0;
-  // Fill dimension `dim` until its axes' product is exactly its size / local size (the
-  // enumeration of Searcher::PermuteClass, in the same order).
-  auto rec = [&](auto& self, int dim, int64_t remaining) -> void {
-    if (OverBudget()) return;
-    if (dim == rank_) {
-      Charge(kTypeWork);
-      members.push_back(t);
-      if (members.size() > max_members) work_ = options_.max_work + 1;
-      return;
-    }
-    if (remaining == 1) {
-      t.end[dim] = static_cast<uint8_t>(count);
-      int next = dim + 1;
-      self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1);
-    }
-    // The unplaced pool entries in ascending order; a size above `remaining` cannot divide it.
-    for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
-      const int i = std::countr_zero(free);
-      const int64_t size = pool_size[i];
-      if (size > remaining || remaining % size != 0) continue;
-      used |= 1u << i;
-      t.ax[count++] = pool[i];
-      self(self, dim, remaining / size);
-      --count;
-      used &= ~(1u << i);
-    }
-  };
-  rec(rec, 0, dim_size_[0] / local[0]);
+  EnumerateClass(
+      s, local,
+      [&](const CType& t) {
+        Charge(kTypeWork);
+        members.push_back(t);
+        if (members.size() > max_members) work_ = options_.max_work + 1;
+      },
+      [](int64_t) { return false; });
   auto fill = [&](MiddleCache::Impl::Class& c) {
     c.members = std::move(members);
     c.keys.resize(c.members.size());
@@ -776,16 +760,11 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
                                const Floor& floor,
                                absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
                                absl::FunctionRef<void(const CType&, int64_t)> add_permute) {
-  std::array<int64_t, kMaxRank + 1> own_key = {};
-  own_key[0] = s.partial;
-  std::copy(local, local + rank_, own_key.begin() + 1);
+  const auto [own_key, shared_key] = ClassKeys(s, local);
   MiddleCache::Impl::Class* info = nullptr;
   if (auto it = classes_.find(own_key); it != classes_.end()) {
     info = it->second;  // Charged when this search first met the class, as PermuteClass.
   } else {
-    std::array<int64_t, kMaxRank + 2> shared_key = {};
-    shared_key[0] = relevant_mask_;
-    std::copy(own_key.begin(), own_key.end(), shared_key.begin() + 1);
     auto& slot = cache_.classes[shared_key];
     if (slot == nullptr) slot = std::make_unique<MiddleCache::Impl::Class>();
     if (slot->size < 0) slot->size = CountPermuteClass(s, local);
@@ -802,17 +781,6 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
   // smaller one; every member that is visited is then tested exactly.
   const double limit = options_.max_cost_us - path_us - permute_us;
   const double slack = 1e-9 * std::max(1.0, std::abs(options_.max_cost_us));
-  uint8_t pool[kMaxAxes];
-  int64_t pool_size[kMaxAxes];
-  const int pool_count = ClassPool(s, pool, pool_size);
-  uint32_t used = 0;
-  CType t;
-  t.rank = static_cast<uint8_t>(rank_);
-  t.partial = s.partial;
-  int count = 0;
-  // PermuteClass's enumeration; `unsettled` is the product of the placed axes outside the
-  // common prefix of their dimension with the target's, `matching` whether the current
-  // dimension is still in it.
   // Whether members whose unsettled product is at least `unsettled` may all be skipped; the
   // few distinct products are remembered.
   std::pair<int64_t, bool> seen[16];
@@ -826,28 +794,50 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
     return out;
   };
   if (out_of_bounds(1)) return;
+  EnumerateClass(
+      s, local,
+      [&](const CType& t) {
+        const uint64_t member = t.DimsKey();
+        if (member == key) return;
+        if (path_us + permute_us + GrowthBound(t, pieces) > options_.max_cost_us) return;
+        if (once_per_class_ && !improvable(StateKey{member, s.partial}, floor)) return;
+        auto [memo, fresh] = info->moved_by_key.try_emplace({key, member});
+        if (fresh) {
+          if (!have_in) {
+            KeyWeights(s, w_in);
+            have_in = true;
+          }
+          int64_t w_out[kMaxAxes];
+          KeyWeights(t, w_out);
+          int64_t steps = 0;
+          const int64_t moved = Moved(w_in, w_out, &steps);
+          memo->second = {moved, steps};
+        }
+        Charge(memo->second.second * kCountStepWork);
+        add_permute(t, memo->second.first * in_bytes);
+      },
+      out_of_bounds);
+}
+
+template <typename Leaf, typename Skip>
+void Compact::EnumerateClass(const CType& s, const int64_t* local, Leaf leaf, Skip skip) {
+  uint8_t pool[kMaxAxes];
+  int64_t pool_size[kMaxAxes];
+  const int pool_count = ClassPool(s, pool, pool_size);
+  uint32_t used = 0;  // Bit i: pool[i] is placed.
+  CType t;
+  t.rank = static_cast<uint8_t>(rank_);
+  t.partial = s.partial;
+  int count = 0;
+  // Fill dimension `dim` until its axes' product is exactly its size / local size (the
+  // enumeration of Searcher::PermuteClass, in the same order). `unsettled` is the product of
+  // the placed axes outside the common prefix of their dimension with the target's,
+  // `matching` whether the current dimension is still in it.
   auto rec = [&](auto& self, int dim, int64_t remaining, int64_t unsettled,
                  bool matching) -> void {
     if (OverBudget()) return;
     if (dim == rank_) {
-      const uint64_t member = t.DimsKey();
-      if (member == key) return;
-      if (path_us + permute_us + GrowthBound(t, pieces) > options_.max_cost_us) return;
-      if (once_per_class_ && !improvable(StateKey{member, s.partial}, floor)) return;
-      auto [memo, fresh] = info->moved_by_key.try_emplace({key, member});
-      if (fresh) {
-        if (!have_in) {
-          KeyWeights(s, w_in);
-          have_in = true;
-        }
-        int64_t w_out[kMaxAxes];
-        KeyWeights(t, w_out);
-        int64_t steps = 0;
-        const int64_t moved = Moved(w_in, w_out, &steps);
-        memo->second = {moved, steps};
-      }
-      Charge(memo->second.second * kCountStepWork);
-      add_permute(t, memo->second.first * in_bytes);
+      leaf(t);
       return;
     }
     if (remaining == 1) {
@@ -855,15 +845,15 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
       const int next = dim + 1;
       self(self, next, next < rank_ ? dim_size_[next] / local[next] : 1, unsettled, true);
     }
-    const int position = count - t.begin(dim);
-    const int target_slot = to_.begin(dim) + position;
+    const int target_slot = to_.begin(dim) + count - t.begin(dim);
+    // The unplaced pool entries in ascending order; a size above `remaining` cannot divide it.
     for (uint32_t free = ~used & ((1u << pool_count) - 1); free != 0; free &= free - 1) {
       const int i = std::countr_zero(free);
       const int64_t size = pool_size[i];
       if (size > remaining || remaining % size != 0) continue;
       const bool still = matching && target_slot < to_.end[dim] &&
                          to_.ax[target_slot] == pool[i];
-      if (!still && out_of_bounds(unsettled * size)) continue;  // The whole subtree.
+      if (!still && skip(unsettled * size)) continue;  // The whole subtree.
       used |= 1u << i;
       t.ax[count++] = pool[i];
       self(self, dim, remaining / size, still ? unsettled : unsettled * size, still);

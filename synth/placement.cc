@@ -189,6 +189,9 @@ PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devic
       rest /= mesh.axes()[a].size;
     }
   }
+  for (int a = 0; a < k; ++a) {
+    if (mesh.axes()[a].size == 1) coordinates_[a].clear();  // Always 0.
+  }
 }
 
 std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& roles) const {
@@ -200,8 +203,11 @@ std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& 
 std::vector<uint8_t> PlacementKeyBytes::operator()(absl::Span<const int64_t> weights) const {
   std::vector<uint8_t> keys(devices_, 0);
   for (size_t a = 0; a < coordinates_.size(); ++a) {
-    if (weights[a] == 0) continue;
-    // Keys number placements 0 .. devices - 1 (placement.h), so every weight is below 256.
+    // A size-1 axis (no coordinates kept) adds nothing whatever its weight, which can be the
+    // stride past every other axis, e.g. 256 on a 256-device mesh.
+    if (weights[a] == 0 || coordinates_[a].empty()) continue;
+    // Keys number placements 0 .. devices - 1 (placement.h), so every weight of an axis of
+    // size > 1 is below 256.
     RESHARD_CHECK(weights[a] < 256) << "placement weight " << weights[a];
     const uint8_t w = static_cast<uint8_t>(weights[a]);
     const uint8_t* c = coordinates_[a].data();

@@ -68,7 +68,7 @@ class PlacementKeyBytes {
 
  private:
   int64_t devices_;
-  std::vector<std::vector<uint8_t>> coordinates_;  // [axis][device]
+  std::vector<std::vector<uint8_t>> coordinates_;  // [axis][device]; empty for size-1 axes.
 };
 // The number of positions where `a` and `b` (same length) differ.
 int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);

@@ -113,6 +113,18 @@ void ExpectOutcomes(const std::map<absl::StatusCode, int>& codes, int ok, int no
   }
 }
 
+// The options `normal` gives a middle search from `x` (bytes mode, its default budgets).
+SearchOptions MiddleOptions(const Mesh& mesh, const DistType& x) {
+  SearchOptions options;
+  options.max_local_bytes = LocalBytes(mesh, x);
+  options.max_states = 4000;
+  options.max_work = int64_t{1} << 26;
+  options.fill_permute_pairs = false;
+  options.allow_all_slice = options.allow_all_gather = false;
+  options.allow_all_reduce = options.allow_reduce_scatter = false;
+  return options;
+}
+
 TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
   std::mt19937 rng(7);
   const char* meshes[] = {"x=8",         "x=2,y=4",         "x=4,y=4",       "x=2,y=2,z=2",
@@ -135,13 +147,7 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
     }
     ++compared;
     for (int variant = 0; variant < 6; ++variant) {
-      SearchOptions options;
-      options.max_local_bytes = LocalBytes(mesh, *x);
-      options.max_states = 4000;
-      options.max_work = int64_t{1} << 26;
-      options.fill_permute_pairs = false;
-      options.allow_all_slice = options.allow_all_gather = false;
-      options.allow_all_reduce = options.allow_reduce_scatter = false;
+      SearchOptions options = MiddleOptions(mesh, *x);
       switch (variant) {
         case 1:
           options.max_cost = LocalBytes(mesh, *x) * mesh.num_devices() / 2;
@@ -273,13 +279,7 @@ TEST(MiddleSearch, SharedCacheAcrossObjectivesChangesNothing) {
     std::optional<DistType> y = RandomType(rng, mesh, dims, false, nullptr);
     if (!y || x == y || LocalBytes(mesh, *x) != LocalBytes(mesh, *y)) continue;
     ++compared;
-    SearchOptions bytes;
-    bytes.max_local_bytes = LocalBytes(mesh, *x);
-    bytes.max_states = 4000;
-    bytes.max_work = int64_t{1} << 26;
-    bytes.fill_permute_pairs = false;
-    bytes.allow_all_slice = bytes.allow_all_gather = false;
-    bytes.allow_all_reduce = bytes.allow_reduce_scatter = false;
+    const SearchOptions bytes = MiddleOptions(mesh, *x);
     SearchOptions timed = bytes;
     timed.cost_model = &uniform;
     const SearchOptions* orders[2][2] = {{&timed, &bytes}, {&bytes, &timed}};

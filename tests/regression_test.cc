@@ -147,6 +147,26 @@ TEST(PlacementRegression, ManySizeOneAxes) {
   }
 }
 
+// Found by a random differential run (an abort, also from `reshard plan`):
+//   --mesh x=1,y=8,z=8,w=4 --from 'f32[64{w}] partial{z,x}' --to 'f32[64{z,y}]'
+// On this 256-device mesh the permute counts compare per-device key bytes, which checked every
+// placement weight against 256. A size-1 axis may carry weight 256 (the stride past all the
+// others) but its coordinate is always 0, so it adds nothing to any key: it is skipped now.
+TEST(PlacementRegression, SizeOneAxisWithWeight256OnA256DeviceMesh) {
+  const Mesh mesh = M("x=1,y=8,z=8,w=4");
+  const DistType from = T(mesh, "f32[64{w}] partial{z,x}");
+  const DistType to = T(mesh, "f32[64{z,y}]");
+  for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal}) {
+    SynthesisOptions options;
+    options.strategy = strategy;
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<RunReport> report = RunPlan(*plan);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->ok) << report->message;
+  }
+}
+
 // Found in review (a hang): the search's all_slice and reduce_scatter edges enumerated every
 // ordered tuple of the unused (reducible) axes before checking which dimension a tuple's
 // group divides, and only edges are charged to the work budget. With 12 unused axes of size 2
