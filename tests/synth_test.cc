@@ -577,6 +577,87 @@ TEST(SweepTest, RankOneAndThree) {
 // Under the modeled-time objective `normal` runs a gather, scatter or reduction over several
 // atoms as one collective per atom (recursive doubling/halving): the same bytes, fewer alpha
 // terms. Under the bytes objective (ties: fewer steps) it keeps the single collective.
+// Seeded random cases on meshes the sweeps do not reach: 1-4 axes of sizes 1-8 (up to 4 096
+// devices, size-1 axes beside large ones), ranks 1-3, partial sources and targets. Every
+// strategy either returns a plan that type-checks (and, for memory-bounded strategies, stays
+// within max(source, target)) or a clean error; none aborts. A run of 100 000 such cases
+// found PlacementRegression.SizeOneAxisWithWeight256OnA256DeviceMesh (its 16 738th case);
+// the suite keeps 1 500, a second or so.
+TEST(RandomCasesTest, EveryStrategyReturnsACheckedPlanOrAnError) {
+  uint64_t state = 12345;
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int>((state >> 33) % n);
+  };
+  const int64_t sizes[] = {1, 2, 2, 3, 4, 4, 6, 8};
+  const int64_t dims[] = {8, 16, 24, 48, 64, 96, 128};
+  const char* names[] = {"x", "y", "z", "w"};
+  int planned = 0;
+  for (int c = 0; c < 1500; ++c) {
+    const int axes = 1 + next(4);
+    std::vector<std::string> mesh_axes;
+    for (int a = 0; a < axes; ++a) {
+      mesh_axes.push_back(absl::StrCat(names[a], "=", sizes[next(8)]));
+    }
+    const Mesh mesh = M(absl::StrJoin(mesh_axes, ","));
+    const int rank = 1 + next(3);
+    std::vector<int64_t> shape;
+    for (int i = 0; i < rank; ++i) shape.push_back(dims[next(7)]);
+    auto random_type = [&](bool partial_allowed) {
+      std::vector<std::vector<std::string>> placed(rank);
+      std::vector<std::string> partial;
+      std::vector<int> order;
+      for (int a = 0; a < axes; ++a) order.insert(order.begin() + next(a + 1), a);
+      for (int a : order) {
+        const int r = next(4);
+        if (r == 0) continue;
+        if (r == 1 && partial_allowed) {
+          partial.push_back(names[a]);
+        } else {
+          placed[next(rank)].push_back(names[a]);
+        }
+      }
+      std::string text = "f32[";
+      for (int i = 0; i < rank; ++i) {
+        absl::StrAppend(&text, i ? "," : "", shape[i]);
+        if (!placed[i].empty()) absl::StrAppend(&text, "{", absl::StrJoin(placed[i], ","), "}");
+      }
+      text += "]";
+      if (!partial.empty()) absl::StrAppend(&text, " partial{", absl::StrJoin(partial, ","), "}");
+      return ParseValidType(mesh, text);
+    };
+    const absl::StatusOr<DistType> from = random_type(true);
+    const absl::StatusOr<DistType> to = random_type(next(3) == 0);
+    if (!from.ok() || !to.ok()) continue;  // Not divisible: not a case.
+    for (Strategy strategy : AllStrategies()) {
+      if (strategy == Strategy::kOptimal && c % 10 != 0) continue;  // The slow one, sampled.
+      SynthesisOptions options;
+      options.strategy = strategy;
+      absl::StatusOr<Plan> plan = Synthesize(mesh, *from, *to, options);
+      const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*from), " -> ",
+                                             ToString(*to), " ", Absl(StrategyName(strategy)));
+      if (!plan.ok()) {
+        // Reshardings the vocabulary cannot express are InvalidArgument (e.g. a target partial
+        // over an axis the source is not), blocked ones NotFound, budget-bound ones
+        // ResourceExhausted; each says why.
+        EXPECT_TRUE(absl::IsInvalidArgument(plan.status()) || absl::IsNotFound(plan.status()) ||
+                    absl::IsResourceExhausted(plan.status()))
+            << where << ": " << plan.status();
+        EXPECT_FALSE(plan.status().message().empty()) << where;
+        continue;
+      }
+      ++planned;
+      EXPECT_TRUE(CheckPlan(*plan).ok()) << where << ": " << CheckPlan(*plan);
+      if (IsMemoryBounded(strategy)) {
+        EXPECT_LE(plan->metrics.peak_local_bytes,
+                  std::max(LocalBytes(mesh, *from), LocalBytes(mesh, *to)))
+            << where;
+      }
+    }
+  }
+  EXPECT_GE(planned, 3000);
+}
+
 TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
   struct Case {
     const char *mesh, *from, *to;
