@@ -775,10 +775,10 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
   bool have_in = false;
   int64_t w_in[kMaxAxes];
   // Members whose bound exceeds this are out of bounds (MemberOutOfBounds). A subtree is
-  // skipped when a lower bound on its members' bounds exceeds it by more than rounding: the
-  // bound g(max(pieces, unsettled)) only grows as axes are placed (g is monotone, unsettled
-  // only gains factors), and its same-axes-or-not minimum with a permute is taken as the
-  // smaller one; every member that is visited is then tested exactly.
+  // skipped when a lower bound on its members' bounds exceeds it by more than rounding: every
+  // member below has a bound of at least Order(pieces, /*same_axes=*/true, unsettled) (the
+  // smaller of its two cases), which only grows as axes are placed (g is monotone, unsettled
+  // only gains factors). Every member that is visited is then tested exactly.
   const double limit = options_.max_cost_us - path_us - permute_us;
   const double slack = 1e-9 * std::max(1.0, std::abs(options_.max_cost_us));
   // Whether members whose unsettled product is at least `unsettled` may all be skipped; the
