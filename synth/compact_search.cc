@@ -380,10 +380,13 @@ class Compact {
   // bytes (not for permutes), in the same arithmetic.
   double StepUs(Kind kind, const uint8_t* ax, int count, int64_t in_bytes) const {
     int64_t k = 1;
-    AxisCost group = axis_cost_[ax[0]];
+    bool any = false;  // CostModel::Group: axes of size 1 do not slow the group.
+    AxisCost group = options_.cost_model->default_cost();
     for (int t = 0; t < count; ++t) {
-      group = Slower(group, axis_cost_[ax[t]]);
       k *= size_[ax[t]];
+      if (size_[ax[t]] == 1) continue;
+      group = any ? Slower(group, axis_cost_[ax[t]]) : axis_cost_[ax[t]];
+      any = true;
     }
     return GroupCollectiveUs(ToCollectiveKind(kind), static_cast<double>(k), group,
                              static_cast<double>(in_bytes));

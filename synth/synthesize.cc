@@ -789,7 +789,8 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
 
 // One collective per atom instead of one over the group, for the all_gather, reduce_scatter
 // and all_reduce steps of `steps` (on `mesh`, starting at `from`) whose group spans several
-// atoms (axes of `mesh`), where the model prices the chain strictly lower. Gathers go from the
+// atoms (axes of `mesh`), where the model prices the chain strictly lower. Atoms of size 1
+// join a neighbouring atom's collective rather than making a step of their own. Gathers go from the
 // minor end, scatters from the major end; an all_reduce becomes such a scatter chain onto the
 // dimension of largest local size divisible by the group, then the gathers back. Bytes are
 // unchanged (the ring formulas telescope: (k-1)·B = sum over the chain), local sizes stay
@@ -821,17 +822,35 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       current = step.type;
       continue;
     }
+    // The pieces of the chain, major to minor: one per atom of size > 1, each atom of size 1
+    // riding with the next one (or, at the end, the previous one), as a step over it alone
+    // would exchange nothing.
+    std::vector<std::vector<std::string>> pieces;
+    std::vector<std::string> riding;
+    for (const std::string& axis : axes) {
+      riding.push_back(axis);
+      if (mesh.AxisSize(axis) > 1) {
+        pieces.push_back(std::move(riding));
+        riding.clear();
+      }
+    }
+    if (!riding.empty()) {
+      if (pieces.empty()) pieces.emplace_back();
+      pieces.back().insert(pieces.back().end(), riding.begin(), riding.end());
+    }
     StepBuilder chain(mesh, current);
     if (op.kind != CollectiveKind::kAllGather) {
       const int dim = op.kind == CollectiveKind::kReduceScatter ? static_cast<int>(op.dim)
                                                                 : *reduce_dim;
-      for (const std::string& axis : axes) chain.Apply(Collective::ReduceScatter({axis}, dim));
+      for (const std::vector<std::string>& piece : pieces) {
+        chain.Apply(Collective::ReduceScatter(piece, dim));
+      }
     }
     if (op.kind != CollectiveKind::kReduceScatter) {
       const int dim = op.kind == CollectiveKind::kAllGather ? static_cast<int>(op.dim)
                                                             : *reduce_dim;
-      for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
-        chain.Apply(Collective::AllGather({*axis}, dim));
+      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
+        chain.Apply(Collective::AllGather(*piece, dim));
       }
     }
     RESHARD_CHECK(chain.current() == step.type)

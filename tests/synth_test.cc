@@ -658,6 +658,28 @@ TEST(RandomCasesTest, EveryStrategyReturnsACheckedPlanOrAnError) {
   EXPECT_GE(planned, 3000);
 }
 
+// Splitting a group into per-atom collectives lets an atom of size 1 ride with its
+// neighbour: a step over size-1 axes alone would exchange nothing. The plan of
+// PlacementRegression.SizeOneAxisWithWeight256OnA256DeviceMesh had a reduce_scatter and an
+// all_gather over x = 1 alone (10 steps); it now has 8, same bytes and cost.
+TEST(NormalTest, NoStepOverSizeOneAxesAlone) {
+  const Mesh mesh = M("x=1,y=8,z=8,w=4");
+  const DistType from = T(mesh, "f32[64{w}] partial{z,x}");
+  const DistType to = T(mesh, "f32[64{z,y}]");
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, {Strategy::kNormal});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int split_pieces = 0;
+  for (const Step& step : plan->steps) {
+    if (step.op.mesh_axes.empty()) continue;
+    EXPECT_GT(mesh.GroupSize(step.op.mesh_axes), 1) << ToString(step.op);
+    split_pieces += step.op.kind == CollectiveKind::kReduceScatter;
+  }
+  EXPECT_GE(split_pieces, 2);  // The all_reduce over {x, z} was split into a chain.
+  absl::StatusOr<RunReport> report = RunPlan(*plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+}
+
 TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
   struct Case {
     const char *mesh, *from, *to;

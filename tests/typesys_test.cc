@@ -289,6 +289,22 @@ TEST(CostModelTest, RingFormulasPerAxis) {
                    5 + us(b, 100));
 }
 
+// An axis of size 1 exchanges nothing: a slow link on it does not slow the group.
+TEST(CostModelTest, SizeOneAxesDoNotSlowAGroup) {
+  Mesh mesh = M("u=1,y=4");
+  absl::StatusOr<CostModel> model = ParseCostModel("u=100:1,y=10:25");
+  ASSERT_TRUE(model.ok()) << model.status();
+  DistType t = T(mesh, "f32[16{u,y},1000]");  // 4x1000 f32 = 16000 bytes per device.
+  auto us = [](double bytes, double gbps) { return bytes / (gbps * 1e3); };
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllGather({"u", "y"}, 0)),
+                   3 * 10 + us(3 * 16000.0, 25));
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, t, Collective::AllGather({"y"}, 0)),
+                   model->StepCostUs(mesh, t, Collective::AllGather({"u", "y"}, 0)));
+  DistType p = T(mesh, "f32[16,1000] partial{u}");
+  EXPECT_DOUBLE_EQ(model->StepCostUs(mesh, p, Collective::AllReduce({"u"})), 0);
+  EXPECT_EQ(model->Group(mesh, {"u"}), model->default_cost());
+}
+
 TEST(CostModelTest, ParseErrors) {
   EXPECT_FALSE(ParseCostModel("x=1").ok());
   EXPECT_FALSE(ParseCostModel("x=1:0").ok());

@@ -97,10 +97,14 @@ AxisCost CostModel::Axis(std::string_view name) const {
   return default_;
 }
 
-AxisCost CostModel::Group(absl::Span<const std::string> axes) const {
-  if (axes.empty()) return default_;
-  AxisCost cost = Axis(axes[0]);
-  for (size_t i = 1; i < axes.size(); ++i) cost = Slower(cost, Axis(axes[i]));
+AxisCost CostModel::Group(const Mesh& mesh, absl::Span<const std::string> axes) const {
+  bool any = false;
+  AxisCost cost = default_;
+  for (const std::string& axis : axes) {
+    if (mesh.AxisSize(axis) == 1) continue;
+    cost = any ? Slower(cost, Axis(axis)) : Axis(axis);
+    any = true;
+  }
   return cost;
 }
 
@@ -146,7 +150,7 @@ AxisCost CostModel::Between(const Mesh& mesh, int64_t a, int64_t b) const {
 double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op) const {
   const double bytes = static_cast<double>(LocalBytes(mesh, in));
   const double k = static_cast<double>(mesh.GroupSize(op.mesh_axes));
-  const AxisCost group = Group(op.mesh_axes);
+  const AxisCost group = Group(mesh, op.mesh_axes);
   switch (op.kind) {
     case CollectiveKind::kAllSlice:
     case CollectiveKind::kAllGather:

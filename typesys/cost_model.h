@@ -76,8 +76,10 @@ class CostModel {
 
   // The cost of one axis (the default when it has no entry).
   AxisCost Axis(std::string_view name) const;
-  // A group's cost: max alpha and min bandwidth over `axes` (the default for no axes).
-  AxisCost Group(absl::Span<const std::string> axes) const;
+  // A group's cost: max alpha and min bandwidth over those of `axes` (references valid on
+  // `mesh`) whose size is above 1; the default when there is none. An axis of size 1 exchanges
+  // nothing, so its link does not slow the group.
+  AxisCost Group(const Mesh& mesh, absl::Span<const std::string> axes) const;
   // Axis(name) of every mesh axis, by axis index (for loops that would look names up often).
   std::vector<AxisCost> AxisCosts(const Mesh& mesh) const;
   // The cheapest axis of the mesh (min alpha, max bandwidth separately): a lower bound for
