@@ -475,25 +475,6 @@ class Compact {
     return growth_->Order(pieces, type.DimsMask() == to_dims_mask_, unsettled);
   }
 
-  // Searcher::MemberOutOfBounds for member m of `info`. The member's GrowthBound depends only
-  // on the member and this search's target (its pieces are the class's), so it is computed
-  // once per member and search; not for a class cut short by the budget, whose storage is
-  // reused.
-  bool MemberOutOfBounds(const MiddleCache::Impl::Class* info, bool complete, size_t m,
-                         int64_t pieces, double path_us, double permute_us) {
-    if (!growth_ || !permutes_move_ || !options_.use_heuristic) return false;
-    double bound = 0;
-    if (complete) {
-      std::vector<double>& bounds = member_bounds_[info];
-      if (bounds.empty()) bounds.assign(info->members.size(), -1);
-      if (bounds[m] < 0) bounds[m] = GrowthBound(info->members[m], pieces);
-      bound = bounds[m];
-    } else {
-      bound = GrowthBound(info->members[m], pieces);
-    }
-    return path_us + permute_us + bound > options_.max_cost_us;
-  }
-
   // ComputeLowerBounds' walk over the devices for a pair without pending summands: the
   // per-device maximum of lacking target elements and (with `need_total`) their sum in bytes.
   MiddleCache::Impl::Walk Walk(const CType& type, const int64_t* from_local,
@@ -578,7 +559,7 @@ class Compact {
   // while within budget; the whole budget past MaxPermuteClassSize members); false when that
   // enumeration is cut short (then the class yields no edge: the search is over budget).
   bool ChargeEnumeration(int64_t count);
-  // The permute edges of `s` when every member is bounded (MemberOutOfBounds applies): the
+  // The permute edges of `s` when every member is bounded (Searcher::MemberOutOfBounds): the
   // members of its class in PermuteClass's order, skipping subtrees of the enumeration whose
   // every member is out of bounds, so that large classes of which a few members qualify are
   // neither stored nor scanned. Same edges, order and work as Neighbors' loop over
@@ -630,8 +611,6 @@ class Compact {
   // Searcher::classes_: this search's classes by (partial mask, local shape).
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, MiddleCache::Impl::Class*> classes_;
   MiddleCache::Impl::Class partial_class_;
-  // MemberOutOfBounds' per-member bounds (-1: not computed), by class.
-  absl::flat_hash_map<const MiddleCache::Impl::Class*, std::vector<double>> member_bounds_;
   int64_t settled_ = 0;
   int64_t generated_ = 0;
   int64_t work_ = 0;
@@ -777,11 +756,11 @@ void Compact::WalkPermuteClass(const CType& s, const int64_t* local, int64_t pie
   const uint64_t key = s.DimsKey();
   bool have_in = false;
   int64_t w_in[kMaxAxes];
-  // Members whose bound exceeds this are out of bounds (MemberOutOfBounds). A subtree is
-  // skipped when a lower bound on its members' bounds exceeds it by more than rounding: every
-  // member below has a bound of at least Order(pieces, /*same_axes=*/true, unsettled) (the
-  // smaller of its two cases), which only grows as axes are placed (g is monotone, unsettled
-  // only gains factors). Every member that is visited is then tested exactly.
+  // Members whose bound exceeds this are out of bounds (Searcher::MemberOutOfBounds). A
+  // subtree is skipped when a lower bound on its members' bounds exceeds it by more than
+  // rounding: every member below has a bound of at least Order(pieces, /*same_axes=*/true,
+  // unsettled) (the smaller of its two cases), which only grows as axes are placed (g is
+  // monotone, unsettled only gains factors). Every member visited is then tested exactly.
   const double limit = options_.max_cost_us - path_us - permute_us;
   const double slack = 1e-9 * std::max(1.0, std::abs(options_.max_cost_us));
   // Whether members whose unsettled product is at least `unsettled` may all be skipped; the
@@ -1007,7 +986,8 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     const double permute_us =
         fastest_.alpha_us + fastest_.TransferUs(static_cast<double>(in_bytes));
     const Floor floor{path_us + permute_us, path_bytes + in_bytes, path_steps + 1};
-    if (growth_ && permutes_move_ && options_.use_heuristic) {  // MemberOutOfBounds applies.
+    // Searcher::MemberOutOfBounds applies: every member is bounded, so the class is walked.
+    if (growth_ && permutes_move_ && options_.use_heuristic) {
       WalkPermuteClass(s, local, pieces, in_bytes, path_us, permute_us, floor, improvable,
                        [&](const CType& member, int64_t cost) {
                          add(Op{Kind::kPermute}, member, cost, -1);
@@ -1028,8 +1008,6 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     std::vector<uint8_t> in_key_bytes;  // With by_bytes, built on the first count.
     for (size_t m = 0; m < info->members.size(); ++m) {
       if (info->keys[m] == key || OverBudget()) continue;
-      // Both filters are pure; the cheaper first.
-      if (MemberOutOfBounds(info, complete, m, pieces, path_us, permute_us)) continue;
       if (once_per_class_ && !improvable(StateKey{info->keys[m], s.partial}, floor)) continue;
       int64_t steps = 0;
       int64_t moved = 0;

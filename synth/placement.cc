@@ -102,8 +102,15 @@ int64_t Saturate(__int128 value) {
   return value > kMax ? kMax : static_cast<int64_t>(value);
 }
 
+// The per-axis weights of a key's roles (0 for an axis outside the key).
+absl::InlinedVector<int64_t, 16> WeightsOf(const std::vector<AxisRole>& roles) {
+  absl::InlinedVector<int64_t, 16> weights(roles.size());
+  for (size_t a = 0; a < roles.size(); ++a) weights[a] = roles[a].slot < 0 ? 0 : roles[a].weight;
+  return weights;
+}
+
 // The number of devices whose placement key differs, for keys given by per-axis weights
-// (0 for an axis outside the key) on a mesh with these axis sizes and `n` devices: counts the
+// (0 for an axis outside the key) on `mesh` with its `n` devices: counts the
 // coordinate tuples of the axes whose weights differ on which both keys agree, enumerating all
 // of those axes but the largest and solving for its coordinate.
 int64_t CountMovedByWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,
@@ -195,9 +202,7 @@ PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devic
 }
 
 std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& roles) const {
-  absl::InlinedVector<int64_t, 16> weights(roles.size());
-  for (size_t a = 0; a < roles.size(); ++a) weights[a] = roles[a].slot < 0 ? 0 : roles[a].weight;
-  return (*this)(absl::MakeConstSpan(weights));
+  return (*this)(absl::MakeConstSpan(WeightsOf(roles)));
 }
 
 std::vector<uint8_t> PlacementKeyBytes::operator()(absl::Span<const int64_t> weights) const {
@@ -240,13 +245,7 @@ int64_t CountDifferentBytes(const std::vector<uint8_t>& a, const std::vector<uin
 int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key_in,
                               const std::vector<AxisRole>& key_out, int64_t* work) {
   // Any number of axes (size-1 axes are free): no fixed-size arrays here.
-  const int k = mesh.num_axes();
-  absl::InlinedVector<int64_t, 16> w_in(k), w_out(k);
-  for (int a = 0; a < k; ++a) {
-    w_in[a] = key_in[a].slot >= 0 ? key_in[a].weight : 0;
-    w_out[a] = key_out[a].slot >= 0 ? key_out[a].weight : 0;
-  }
-  return MovedDevicesFromWeights(mesh, w_in, w_out, work);
+  return MovedDevicesFromWeights(mesh, WeightsOf(key_in), WeightsOf(key_out), work);
 }
 
 int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,

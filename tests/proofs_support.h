@@ -43,21 +43,12 @@ inline absl::StatusOr<DeviceBuffers> MaterializeGeneric(const Mesh& mesh,
     for (int64_t q = 0; q + 1 < summands; ++q) sum += random(e, q);
     return -sum;
   };
-  std::vector<int64_t> global_shape;
-  for (const Dim& dim : source.dims) global_shape.push_back(dim.size);
   for (int64_t d = 0; d < mesh.num_devices(); ++d) {
-    Buffer& buffer = (*buffers)[d];
-    const std::vector<int64_t> block = BlockOffset(mesh, source, d);
     const int64_t p = SummandIndex(mesh, source, d);
-    for (size_t l = 0; l < buffer.data.size(); ++l) {
-      // Row-major: the local index of l, then the global linear index of that element.
-      int64_t rest = static_cast<int64_t>(l), e = 0, stride = 1;
-      for (int i = static_cast<int>(buffer.shape.size()) - 1; i >= 0; --i) {
-        e += (block[i] + rest % buffer.shape[i]) * stride;
-        rest /= buffer.shape[i];
-        stride *= global_shape[i];
-      }
-      buffer.data[l] += static_cast<double>(offset(e, p));
+    for (double& value : (*buffers)[d].data) {
+      // The canonical value (e + 1) * (p + 1) names its element (exact in a double).
+      const int64_t e = static_cast<int64_t>(value) / (p + 1) - 1;
+      value += static_cast<double>(offset(e, p));
     }
   }
   return buffers;

@@ -36,6 +36,19 @@ Plan NormalPlanThatRuns(const Mesh& mesh, const DistType& from, const DistType& 
   return *plan;
 }
 
+// Synthesizes with strategies normal and optimal and runs both plans on the interpreter.
+void ExpectNormalAndOptimalRun(const Mesh& mesh, const DistType& from, const DistType& to) {
+  for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal}) {
+    SynthesisOptions options;
+    options.strategy = strategy;
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+    ASSERT_TRUE(plan.ok()) << StrategyName(strategy) << ": " << plan.status();
+    absl::StatusOr<RunReport> report = RunPlan(*plan);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->ok) << report->message;
+  }
+}
+
 // NormalSynthesis.BytesAtLeastLowerBound, shrunk to
 //   --mesh 'x=1' --from 'bf16[] partial{x}' --to 'bf16[]'
 // A partial axis of size 1 is a "sum" of one summand: every device already holds the final
@@ -136,15 +149,7 @@ TEST(PlacementRegression, ManySizeOneAxes) {
   const Mesh mesh = M(text);
   const DistType from = T(mesh, "f32[4{x},4{y}]");
   const DistType to = T(mesh, "f32[4{y},4{x}]");
-  for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal}) {
-    SynthesisOptions options;
-    options.strategy = strategy;
-    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    absl::StatusOr<RunReport> report = RunPlan(*plan);
-    ASSERT_TRUE(report.ok()) << report.status();
-    EXPECT_TRUE(report->ok) << report->message;
-  }
+  ExpectNormalAndOptimalRun(mesh, from, to);
 }
 
 // Found by a random differential run (an abort, also from `reshard plan`):
@@ -156,15 +161,7 @@ TEST(PlacementRegression, SizeOneAxisWithWeight256OnA256DeviceMesh) {
   const Mesh mesh = M("x=1,y=8,z=8,w=4");
   const DistType from = T(mesh, "f32[64{w}] partial{z,x}");
   const DistType to = T(mesh, "f32[64{z,y}]");
-  for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal}) {
-    SynthesisOptions options;
-    options.strategy = strategy;
-    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    absl::StatusOr<RunReport> report = RunPlan(*plan);
-    ASSERT_TRUE(report.ok()) << report.status();
-    EXPECT_TRUE(report->ok) << report->message;
-  }
+  ExpectNormalAndOptimalRun(mesh, from, to);
 }
 
 // Found in review (a hang): the search's all_slice and reduce_scatter edges enumerated every
