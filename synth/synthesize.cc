@@ -963,6 +963,18 @@ absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
                                                  absl::StrJoin(names, ", "), ")"));
 }
 
+std::string_view ObjectiveName(Objective objective) {
+  return objective == Objective::kBytes ? "bytes" : "time";
+}
+
+absl::StatusOr<Objective> ParseObjective(std::string_view name) {
+  for (Objective o : {Objective::kModeledTime, Objective::kBytes}) {
+    if (name == ObjectiveName(o)) return o;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown objective '", Absl(name), "' (known: time, bytes)"));
+}
+
 namespace {
 
 // Aborts with `what` unless `plan` type-checks and ends at its target: CheckPlan without what

@@ -69,6 +69,11 @@ enum class Objective {
   kBytes,
 };
 
+// "time" (kModeledTime) and "bytes" (kBytes).
+std::string_view ObjectiveName(Objective objective);
+// InvalidArgument listing the known objectives.
+absl::StatusOr<Objective> ParseObjective(std::string_view name);
+
 struct SynthesisOptions {
   Strategy strategy = Strategy::kNormal;
   Objective objective = Objective::kModeledTime;

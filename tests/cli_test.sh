@@ -256,6 +256,8 @@ PY
     --mesh x=8
   expect_bad "--plan together with --strategy" /dev/null run --plan "$work/plan.json" \
     --strategy naive
+  expect_bad "--plan together with --objective" /dev/null run --plan "$work/plan.json" \
+    --objective bytes
 fi
 
 # --- Sub-axes (issue 7): x=2,y=4 swap moves 512 B with y split, 960+ B without. ---
@@ -280,9 +282,35 @@ if [[ $rc -eq 0 && $got != *":"* ]]; then pass "--no-sub-axes keeps whole axes: 
 run_cli /dev/null run --mesh 'x=6,y=4' --from 'f32[12{x},2]' --to 'f32[12{y},2]'
 if [[ $rc -eq 0 ]]; then pass "sub-axes find a bounded plan where whole axes cannot"; else fail "sub-axes find a bounded plan where whole axes cannot" "exit $rc" "$err"; fi
 
+# --- Objectives: x=8,y=8 swap of a 64 MiB array. Under the time objective normal pays bytes for
+# fewer latency terms; under --objective bytes it receives fewer bytes and is modeled slower. ---
+objective_metrics() {
+  python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metrics"]; print(m["bytes_received_total"], m["cost_us"])' "$work/out"
+}
+OBJ=(plan --json --mesh x=8,y=8 --from 'f32[256,256,256{x,y}]' --to 'f32[256{y},256{x},256]')
+run_cli /dev/null "${OBJ[@]}"
+read -r time_bytes time_us <<<"$(objective_metrics)"
+run_cli /dev/null "${OBJ[@]}" --objective bytes
+read -r bytes_bytes bytes_us <<<"$(objective_metrics)"
+if [[ $rc -eq 0 ]] && python3 -c 'import sys; tb,tu,bb,bu=map(float,sys.argv[1:]); sys.exit(not (bb < tb and tu < bu))' \
+  "$time_bytes" "$time_us" "$bytes_bytes" "$bytes_us"; then
+  pass "--objective bytes receives fewer bytes ($bytes_bytes < $time_bytes), time is faster ($time_us < $bytes_us us)"
+else
+  fail "--objective bytes vs time" "exit $rc; time: $time_bytes B $time_us us; bytes: $bytes_bytes B $bytes_us us" "stderr: $err"
+fi
+run_cli /dev/null "${OBJ[@]}" --objective time
+read -r again_bytes again_us <<<"$(objective_metrics)"
+if [[ $rc -eq 0 && $again_bytes == "$time_bytes" && $again_us == "$time_us" ]]; then
+  pass "--objective time is the default"
+else
+  fail "--objective time is the default" "exit $rc; $again_bytes B $again_us us"
+fi
+
 # --- Bad input: exit 2, exactly one stderr line. ---
 P=(plan --json)
 printf '{' >"$work/truncated.json"
+expect_bad "unknown objective" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \
+  --objective fastest
 expect_bad "malformed mesh" /dev/null "${P[@]}" --mesh 'x=4,y' --from "$FROM" --to "$TO"
 expect_bad "mesh axis of size 0" /dev/null "${P[@]}" --mesh 'x=0' --from 'f32[8]' --to 'f32[8]'
 expect_bad "mesh beyond the device limit" /dev/null "${P[@]}" --mesh 'x=2048,y=1024' \

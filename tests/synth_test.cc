@@ -110,6 +110,19 @@ TEST(StrategyTest, NamesRoundTrip) {
   EXPECT_THAT(bad.status().message(), HasSubstr("normal"));
 }
 
+TEST(ObjectiveTest, NamesRoundTrip) {
+  for (Objective o : {Objective::kModeledTime, Objective::kBytes}) {
+    absl::StatusOr<Objective> parsed = ParseObjective(ObjectiveName(o));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, o);
+  }
+  EXPECT_EQ(ObjectiveName(Objective::kModeledTime), "time");
+  absl::StatusOr<Objective> bad = ParseObjective("latency");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("'latency'"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("bytes"));
+}
+
 // --- Hard cases for `normal`. ---
 
 TEST(NormalTest, IdentityHasNoSteps) {

@@ -285,6 +285,7 @@ struct ProblemFlags {
   std::string to;
   std::string strategy = std::string(StrategyName(Strategy::kNormal));
   std::string axis_cost;  // Empty: the default cost model.
+  std::string objective = std::string(ObjectiveName(Objective::kModeledTime));
   bool no_sub_axes = false;
 };
 
@@ -311,6 +312,11 @@ absl::StatusOr<Problem> ParseProblem(const ProblemFlags& flags) {
     return Annotate(strategy.status(), absl::StrCat("--strategy '", flags.strategy, "'"));
   }
   problem.options.strategy = *strategy;
+  absl::StatusOr<Objective> objective = ParseObjective(flags.objective);
+  if (!objective.ok()) {
+    return Annotate(objective.status(), absl::StrCat("--objective '", flags.objective, "'"));
+  }
+  problem.options.objective = *objective;
   problem.options.sub_axes = !flags.no_sub_axes;
   if (!flags.axis_cost.empty()) {
     absl::StatusOr<CostModel> model = ParseCostModel(flags.axis_cost);
@@ -528,7 +534,7 @@ int PrintIntro() {
   std::cout
       << "\nUsage:\n"
       << "  reshard plan --mesh M --from T --to T [--strategy S] [--axis-cost C] [--no-sub-axes]\n"
-      << "               [--json]\n"
+      << "               [--objective time|bytes] [--json]\n"
       << "      Synthesize a plan and list it; --json prints one JSON object (DESIGN §3).\n"
       << "  reshard run (--mesh M --from T --to T [--strategy S] | --plan FILE) [--axis-cost C]\n"
       << "              [--json]\n"
@@ -545,8 +551,10 @@ int PrintIntro() {
   return kExitOk;
 }
 
-void AddProblemOptions(CLI::App& command, ProblemFlags& flags, bool required,
-                       CLI::Option** strategy) {
+// Adds --mesh, --from, --to and the synthesis options; returns the latter (which a plan
+// file makes meaningless).
+std::vector<CLI::Option*> AddProblemOptions(CLI::App& command, ProblemFlags& flags,
+                                            bool required) {
   CLI::Option* mesh = command.add_option("--mesh", flags.mesh, "Device mesh, e.g. x=4,y=2");
   CLI::Option* from =
       command.add_option("--from", flags.from, "Source type, e.g. 'f32[8{x},16,8{y}]'");
@@ -555,19 +563,29 @@ void AddProblemOptions(CLI::App& command, ProblemFlags& flags, bool required,
     option->type_name(option == mesh ? "M" : "T");
     if (required) option->required();
   }
-  *strategy = command
-                  .add_option("--strategy", flags.strategy,
-                              absl::StrCat("Synthesis strategy: ", StrategyList()))
-                  ->type_name("S")
-                  ->capture_default_str();
+  std::vector<CLI::Option*> synthesis;
+  synthesis.push_back(command
+                          .add_option("--strategy", flags.strategy,
+                                      absl::StrCat("Synthesis strategy: ", StrategyList()))
+                          ->type_name("S")
+                          ->capture_default_str());
   command
       .add_option("--axis-cost", flags.axis_cost,
                   "Cost model: name=alpha_us:GBps per mesh axis, '*' for the rest "
                   "(default 5:100 everywhere), e.g. x=1.5:300,y=10:25")
       ->type_name("C");
-  command.add_flag("--no-sub-axes", flags.no_sub_axes,
-                   "Do not split mesh axes into sub-axes x:(m)k (normal, optimal and auto split "
-                   "them when that moves fewer bytes or costs less)");
+  synthesis.push_back(
+      command
+          .add_option("--objective", flags.objective,
+                      "What normal, optimal and auto minimise: time (modeled time, then bytes "
+                      "received) or bytes (bytes received, then fewer steps)")
+          ->type_name("O")
+          ->capture_default_str());
+  synthesis.push_back(command.add_flag(
+      "--no-sub-axes", flags.no_sub_axes,
+      "Do not split mesh axes into sub-axes x:(m)k (normal, optimal and auto split them when "
+      "that moves fewer bytes or costs less)"));
+  return synthesis;
 }
 
 int Main(int argc, char** argv) {
@@ -580,20 +598,20 @@ int Main(int argc, char** argv) {
 
   PlanCommand plan_flags;
   CLI::App* plan = app.add_subcommand("plan", "Synthesize a plan and print it");
-  CLI::Option* plan_strategy = nullptr;
-  AddProblemOptions(*plan, plan_flags.problem, /*required=*/true, &plan_strategy);
+  AddProblemOptions(*plan, plan_flags.problem, /*required=*/true);
   plan->add_flag("--json", plan_flags.json, "Print one JSON object (DESIGN §3)");
 
   RunCommand run_flags;
   CLI::App* run = app.add_subcommand(
       "run", "Execute a plan on the reference interpreter with real data and check it");
-  CLI::Option* run_strategy = nullptr;
-  AddProblemOptions(*run, run_flags.problem, /*required=*/false, &run_strategy);
-  run->add_option("--plan", run_flags.plan_file,
-                  "Plan JSON from `reshard plan --json` ('-' = stdin) instead of synthesizing; "
-                  "--mesh/--from/--to, if given, must match it")
-      ->type_name("FILE")
-      ->excludes(run_strategy);
+  const std::vector<CLI::Option*> run_synthesis =
+      AddProblemOptions(*run, run_flags.problem, /*required=*/false);
+  CLI::Option* run_plan =
+      run->add_option("--plan", run_flags.plan_file,
+                      "Plan JSON from `reshard plan --json` ('-' = stdin) instead of "
+                      "synthesizing; --mesh/--from/--to, if given, must match it")
+          ->type_name("FILE");
+  for (CLI::Option* option : run_synthesis) run_plan->excludes(option);
   run->add_flag("--json", run_flags.json, "Print the result as one JSON object");
   plan->footer(
       absl::StrCat(kSyntax, "\nExit codes: 0 ok, 2 bad input or no plan within the memory bound."));

@@ -64,8 +64,14 @@ absl::StatusOr<Plan> ProblemPlan(const VerifyFlags& flags) {
     return absl::InvalidArgumentError(absl::StrCat("--strategy '", flags.strategy, "': ",
                                                    strategy.status().message()));
   }
+  absl::StatusOr<Objective> objective = ParseObjective(flags.objective);
+  if (!objective.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--objective '", flags.objective, "': ",
+                                                   objective.status().message()));
+  }
   SynthesisOptions options;
   options.strategy = *strategy;
+  options.objective = *objective;
   options.sub_axes = !flags.no_sub_axes;
   absl::StatusOr<Plan> plan = Synthesize(*mesh, *from, *to, options);
   if (!plan.ok()) {
@@ -146,6 +152,10 @@ CLI::App* AddVerifyCommand(CLI::App& app, VerifyFlags& flags) {
   verify->add_option("--to", flags.to, "Target type, e.g. 'f32[8,16{x,y},8]'")->type_name("T");
   verify->add_option("--strategy", flags.strategy, "Synthesis strategy when no --plan is given")
       ->type_name("S")
+      ->capture_default_str();
+  verify->add_option("--objective", flags.objective,
+                     "What normal, optimal and auto minimise when synthesizing: time or bytes")
+      ->type_name("O")
       ->capture_default_str();
   verify->add_flag("--no-sub-axes", flags.no_sub_axes,
                    "Synthesize without splitting mesh axes into sub-axes");

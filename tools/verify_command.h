@@ -22,6 +22,7 @@ struct VerifyFlags {
   std::string from;
   std::string to;
   std::string strategy = "normal";
+  std::string objective = "time";  // SynthesisOptions::objective (ParseObjective).
   bool no_sub_axes = false;  // SynthesisOptions::sub_axes = false.
   std::string plan_file;
   int64_t timeout_ms = 10000;
