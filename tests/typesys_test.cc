@@ -305,6 +305,15 @@ TEST(CostModelTest, SizeOneAxesDoNotSlowAGroup) {
   EXPECT_EQ(model->Group(mesh, {"u"}), model->default_cost());
 }
 
+TEST(CostModelTest, FastestSkipsSizeOneAxes) {
+  absl::StatusOr<CostModel> model = ParseCostModel("u=0.5:900,y=10:25,z=2:50");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // u carries no message on u=1: the bound comes from y and z.
+  EXPECT_EQ(model->Fastest(M("u=1,y=4,z=2")), (AxisCost{2, 50}));
+  EXPECT_EQ(model->Fastest(M("u=2,y=4,z=2")), (AxisCost{0.5, 900}));
+  EXPECT_EQ(model->Fastest(M("u=1")), (AxisCost{0.5, 900}));
+}
+
 TEST(CostModelTest, ParseErrors) {
   EXPECT_FALSE(ParseCostModel("x=1").ok());
   EXPECT_FALSE(ParseCostModel("x=1:0").ok());

@@ -109,11 +109,14 @@ AxisCost CostModel::Group(const Mesh& mesh, absl::Span<const std::string> axes) 
 }
 
 AxisCost CostModel::Fastest(const Mesh& mesh) const {
+  bool any = false;
   AxisCost best = Axis(mesh.axes()[0].name);
   for (const MeshAxis& axis : mesh.axes()) {
-    AxisCost c = Axis(axis.name);
-    best.alpha_us = std::min(best.alpha_us, c.alpha_us);
-    best.gbps = std::max(best.gbps, c.gbps);
+    if (axis.size == 1) continue;  // No two devices differ in it: it carries no message.
+    const AxisCost c = Axis(axis.name);
+    best.alpha_us = any ? std::min(best.alpha_us, c.alpha_us) : c.alpha_us;
+    best.gbps = any ? std::max(best.gbps, c.gbps) : c.gbps;
+    any = true;
   }
   return best;
 }

@@ -82,8 +82,8 @@ class CostModel {
   AxisCost Group(const Mesh& mesh, absl::Span<const std::string> axes) const;
   // Axis(name) of every mesh axis, by axis index (for loops that would look names up often).
   std::vector<AxisCost> AxisCosts(const Mesh& mesh) const;
-  // The cheapest axis of the mesh (min alpha, max bandwidth separately): a lower bound for
-  // any message between two devices.
+  // The cheapest axis of the mesh of size above 1 (min alpha, max bandwidth separately; the
+  // first axis when all have size 1): a lower bound for any message between two devices.
   AxisCost Fastest(const Mesh& mesh) const;
   // The slowest axis among those in which devices a and b differ (the default if a == b).
   AxisCost Between(const Mesh& mesh, int64_t a, int64_t b) const;
