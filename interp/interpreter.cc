@@ -531,19 +531,28 @@ absl::StatusOr<DeviceBuffers> Materialize(const Mesh& mesh, const DistType& type
   std::vector<int64_t> global_shape = GlobalShape(type);
   std::vector<int64_t> local_shape = LocalShape(mesh, type);
   int64_t local_elements = NumElements(local_shape);
+  const bool summed = NumSummands(mesh, type) > 1;
   DeviceBuffers buffers(mesh.num_devices());
   for (int64_t d = 0; d < mesh.num_devices(); ++d) {
     std::vector<int64_t> offset = BlockOffset(mesh, type, d);
-    double factor = static_cast<double>(SummandIndex(mesh, type, d) + 1);
+    const int64_t summand = SummandIndex(mesh, type, d);
     Buffer& buffer = buffers[d];
     buffer.shape = local_shape;
     buffer.data.resize(local_elements);
     for (int64_t l = 0; l < local_elements; ++l) {
       int64_t e = GlobalLinearIndex(global_shape, local_shape, offset, l);
-      buffer.data[l] = static_cast<double>(e + 1) * factor;
+      buffer.data[l] = static_cast<double>(summed ? SummandValue(e, summand, kSummandModulus)
+                                                  : e + 1);
     }
   }
   return buffers;
+}
+
+double CanonicalValue(int64_t element, int64_t summands) {
+  if (summands <= 1) return static_cast<double>(element + 1);
+  int64_t sum = 0;
+  for (int64_t p = 0; p < summands; ++p) sum += SummandValue(element, p, kSummandModulus);
+  return static_cast<double>(sum);
 }
 
 absl::Status ExecuteCollective(const Mesh& mesh, const Collective& op, int64_t element_bytes,
@@ -597,8 +606,12 @@ absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source
     }
   }
 
-  // A sum of S summands (e+1)(p+1), p = 0..S-1.
-  const int64_t summand_weight = source_summands * (source_summands + 1) / 2;
+  // The global values, once: each costs `source_summands` SummandValue calls, and a
+  // replicated type checks every element on many devices.
+  std::vector<double> values(GlobalElements(type));
+  for (int64_t e = 0; e < static_cast<int64_t>(values.size()); ++e) {
+    values[e] = CanonicalValue(e, source_summands);
+  }
   // Non-partial types are the special case of singleton groups.
   std::vector<std::string> partial = PartialInMeshOrder(mesh, type);
   int64_t local_elements = NumElements(local_shape);
@@ -613,7 +626,7 @@ absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source
       double actual = 0;
       for (int64_t member : group) actual += buffers[member].data[l];
       int64_t e = GlobalLinearIndex(global_shape, local_shape, offset, l);
-      double expected = static_cast<double>((e + 1) * summand_weight);
+      double expected = values[e];
       if (actual != expected) {
         std::string who = DeviceString(mesh, d);
         if (!partial.empty()) {

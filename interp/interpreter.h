@@ -8,11 +8,12 @@
 //   // report->ok: every device holds exactly what plan.target assigns it.
 //
 // Canonical data: the global array's element with row-major linear index e has value e + 1.
-// A partial type with P summands splits it as summand p = (e + 1) * (p + 1), so the global
-// value is (e + 1) * P * (P + 1) / 2; one miscounted summand changes the sum, but errors can
-// cancel: a group holding element 33's summand 0 where element 16's summand 1 belongs sums
-// right ((33 + 1) * 1 == (16 + 1) * 2). Checks that must tell such plans apart perturb the
-// summands (tests/proofs_support.h, MaterializeGeneric).
+// A partial type with P > 1 summands splits it into pseudo-random summands SummandValue(e, p,
+// kSummandModulus) (typesys/dist_type.h), so the global value is CanonicalValue(e, P), their
+// sum. A misplaced element, or a group that counts one summand twice and misses another, then
+// sums right only by a coincidence of about 2^-20 per element: with a pattern such as
+// (e + 1)(p + 1) a permute that swaps summands 0 and 3 for two copies each of 1 and 2 would
+// pass (1 + 4 == 2 + 3; tests/interp_test.cc, RunPlanTest.WrongSummandsDoNotSumRight).
 #ifndef RESHARD_INTERP_INTERPRETER_H_
 #define RESHARD_INTERP_INTERPRETER_H_
 
@@ -46,6 +47,10 @@ using DeviceBuffers = std::vector<Buffer>;
 // grow buffers without bound); the message says which limit was hit.
 inline constexpr int64_t kMaxInterpretedElements = int64_t{1} << 24;
 
+// The global value of element e of the canonical array of a source with `summands` summands:
+// e + 1 for one, else the sum of its summands' SummandValue(e, p, kSummandModulus).
+double CanonicalValue(int64_t element, int64_t summands);
+
 // The canonical global array of `type` distributed as `type` says (summands for partial
 // types). InvalidArgument when the mesh is empty, the type is invalid on mesh, or the result
 // is too large to interpret.
@@ -65,7 +70,7 @@ absl::Status ExecuteCollective(const Mesh& mesh, const Collective& op, int64_t e
 // and its block of the global array; for partial types, the sum over each partial group
 // (Mesh::Group over the partial axes) equals the group's block.
 // The global values are those of a source with `source_summands` summands: element e is
-// (e + 1) * S * (S + 1) / 2 for S = source_summands.
+// CanonicalValue(e, source_summands).
 // InvalidArgument naming the first wrong device (id and coordinates), local index, expected and
 // actual value; also for an invalid type or source_summands < 1.
 absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source_summands,

@@ -280,20 +280,43 @@ std::string IndexString(const std::vector<int64_t>& shape, int64_t linear) {
 absl::StatusOr<CanonicalData> CanonicalData::Create(const Mesh& mesh, const DistType& source) {
   const int64_t summands = NumSummands(mesh, source);
   const int64_t limit = ExactIntegerLimit(source.element_type);
-  // W = S(S+1)/2; S <= 2^20 devices, so W < 2^40 never overflows.
-  const int64_t weight = summands * (summands + 1) / 2;
-  const int64_t bound = std::min<int64_t>(limit / weight, (int64_t{1} << 31) - 1);
-  if (bound < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "element type ",
-        std::string(ElementTypeName(source.element_type)), " cannot hold the checked sums of ",
-        summands, " summands exactly (values up to 2·", weight, " > ", limit,
-        "); use a wider element type"));
-  }
   CanonicalData data;
-  data.modulus_ = LargestPrimeAtMost(bound);
-  data.weight_ = weight;
+  data.summands_ = summands;
+  if (summands == 1) {
+    data.modulus_ = LargestPrimeAtMost(std::min<int64_t>(limit, (int64_t{1} << 31) - 1));
+    return data;
+  }
+  // Sums of S summands of at most M each stay within the limit.
+  data.modulus_ = std::min(kSummandModulus, limit / summands);
+  if (data.modulus_ < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "element type ", std::string(ElementTypeName(source.element_type)),
+        " cannot hold the checked sums of ", summands, " summands exactly (values up to 2·",
+        summands, " > ", limit, "); use a wider element type"));
+  }
   return data;
+}
+
+template <typename F>
+void CanonicalData::ForEachValue(int64_t global, int64_t length, int64_t summand, F f) const {
+  if (summands_ == 1) {
+    // (e mod M) + 1, stepping the residue rather than dividing per element.
+    int64_t residue = global % modulus_;
+    for (int64_t l = 0; l < length; ++l) {
+      if (!f(l, residue + 1)) return;
+      if (++residue == modulus_) residue = 0;
+    }
+    return;
+  }
+  for (int64_t l = 0; l < length; ++l) {
+    int64_t value = 0;
+    if (summand >= 0) {
+      value = SummandValue(global + l, summand, modulus_);
+    } else {
+      for (int64_t p = 0; p < summands_; ++p) value += SummandValue(global + l, p, modulus_);
+    }
+    if (!f(l, value)) return;
+  }
 }
 
 void CanonicalData::Fill(const Mesh& mesh, const DistType& source, int64_t device,
@@ -301,17 +324,16 @@ void CanonicalData::Fill(const Mesh& mesh, const DistType& source, int64_t devic
   RESHARD_CHECK(array.shape() == LocalShape(mesh, source) &&
                 array.element_type() == source.element_type)
       << "Fill needs an array of the source's local shape";
-  const int64_t factor = SummandIndex(mesh, source, device) + 1;
+  const int64_t summand = SummandIndex(mesh, source, device);
   const int64_t element_bytes = ElementBytes(source.element_type);
   const ElementType type = source.element_type;
   std::byte* data = array.data();
   ForEachRow(mesh, source, device, [&](int64_t local, int64_t global, int64_t length) {
-    int64_t residue = global % modulus_;
-    std::byte* p = data + local * element_bytes;
-    for (int64_t l = 0; l < length; ++l, p += element_bytes) {
-      StoreInteger(type, (residue + 1) * factor, p);
-      if (++residue == modulus_) residue = 0;
-    }
+    std::byte* row = data + local * element_bytes;
+    ForEachValue(global, length, summand, [&](int64_t l, int64_t value) {
+      StoreInteger(type, value, row + l * element_bytes);
+      return true;
+    });
   });
 }
 
@@ -329,21 +351,19 @@ absl::Status CanonicalData::Check(const Mesh& mesh, const DistType& type, int64_
   absl::Status status;
   ForEachRow(mesh, type, device, [&](int64_t local, int64_t global, int64_t length) {
     if (!status.ok()) return;
-    int64_t residue = global % modulus_;
-    const std::byte* p = data + local * element_bytes;
-    for (int64_t l = 0; l < length; ++l, p += element_bytes) {
-      int64_t expected = (residue + 1) * weight_;
+    const std::byte* row = data + local * element_bytes;
+    ForEachValue(global, length, /*summand=*/-1, [&](int64_t l, int64_t expected) {
       int64_t actual = 0;
-      bool integral = LoadInteger(type.element_type, p, &actual);
+      bool integral = LoadInteger(type.element_type, row + l * element_bytes, &actual);
       if (!integral || actual != expected) {
         status = absl::InvalidArgumentError(absl::StrCat(
             "device ", device, " at local index ", IndexString(local_shape, local + l),
             " (global element ", global + l, ") of ", ToString(type), ": expected ", expected,
             ", got ", integral ? absl::StrCat(actual) : std::string("a non-integer")));
-        return;
+        return false;
       }
-      if (++residue == modulus_) residue = 0;
-    }
+      return true;
+    });
   });
   return status;
 }

@@ -8,12 +8,14 @@
 //   data.Fill(mesh, source, /*device=*/3, a);            // device 3's block of the array
 //   absl::Status ok = data.Check(mesh, target, 3, a);    // after the plan ran
 //
-// Canonical data (the interpreter's, reduced modulo a prime so that every sum stays exact in
-// the element type; docs/runtime.md "Checking"): global element e of a source with S summands
-// has value v(e) = (e mod M) + 1; the device holding summand p holds v(e)·(p + 1), so the sum
-// over the partial group is v(e)·W with W = S(S+1)/2. M is the largest prime with M·W at most
-// the largest integer the element type represents exactly (capped at 2^31 - 1). When the
-// array has at most M elements the values are exactly the interpreter's (e + 1).
+// Canonical data (the interpreter's, with values kept small enough that every sum stays exact
+// in the element type; docs/runtime.md "Checking"): global element e of a source with one
+// summand has value (e mod M) + 1, with M the largest prime at most the largest integer the
+// element type represents exactly (capped at 2^31 - 1); with S > 1 summands the device holding
+// summand p holds SummandValue(e, p, M) (typesys/dist_type.h), pseudo-random in [1, M], with
+// M = min(kSummandModulus, limit / S), and the sum over the partial group is their sum. When
+// the array has at most M elements (one summand), or M == kSummandModulus (several), the values
+// are exactly the interpreter's.
 #ifndef RESHARD_RUNTIME_LOCAL_ARRAY_H_
 #define RESHARD_RUNTIME_LOCAL_ARRAY_H_
 
@@ -104,26 +106,33 @@ bool LoadInteger(ElementType type, const std::byte* p, int64_t* value);
 class CanonicalData {
  public:
   // For a plan starting at `source` (valid on `mesh`). InvalidArgument when the element type
-  // cannot hold W = S(S+1)/2 times 2 exactly (e.g. bf16 with 32 summands): no prime modulus
-  // of at least 2 keeps the sums exact, so nothing could be checked soundly.
+  // cannot hold 2·S exactly for S summands (e.g. bf16 with 256 summands): no modulus of at
+  // least 2 keeps the sums exact, so nothing could be checked soundly.
   static absl::StatusOr<CanonicalData> Create(const Mesh& mesh, const DistType& source);
 
+  // M (see the file comment).
   int64_t modulus() const { return modulus_; }
-  int64_t weight() const { return weight_; }
+  int64_t summands() const { return summands_; }
 
   // Writes device `device`'s block of `source` (its summand for partial types) into `array`,
   // which must have source's local shape and element type.
   void Fill(const Mesh& mesh, const DistType& source, int64_t device, LocalArray& array) const;
 
-  // OK when `array` holds device `device`'s block of the full sum under `type`: element e is
-  // v(e)·W. For a partial `type` pass the array after summing over the partial group.
+  // OK when `array` holds device `device`'s block of the full sum under `type` (element e's
+  // value, or the sum of its S summands). For a partial `type` pass the array after summing
+  // over the partial group.
   // InvalidArgument naming the device, local index, global element, expected and actual value.
   absl::Status Check(const Mesh& mesh, const DistType& type, int64_t device,
                      const LocalArray& array) const;
 
  private:
+  // f(l, value) for elements global .. global + length - 1: the summand `summand` holds, or
+  // with summand < 0 the full sum; stops when f returns false.
+  template <typename F>
+  void ForEachValue(int64_t global, int64_t length, int64_t summand, F f) const;
+
   int64_t modulus_ = 1;
-  int64_t weight_ = 1;
+  int64_t summands_ = 1;
 };
 
 // Largest prime <= n (n >= 2). Trial division; n below 2^31.

@@ -56,6 +56,13 @@ bool Contains(absl::string_view text, absl::string_view part) {
 
 constexpr int64_t kF32 = 4;
 
+// Summand p of element e of a partial source (Materialize's data).
+double Summand(int64_t e, int64_t p) {
+  return static_cast<double>(SummandValue(e, p, kSummandModulus));
+}
+// Integral values as messages print them.
+std::string Text(double value) { return absl::StrCat(static_cast<int64_t>(value)); }
+
 // Runs `op` on `buffers` with f32 accounting, starting from zero received bytes.
 absl::Status RunOp(const Mesh& mesh, const Collective& op, DeviceBuffers& buffers,
                    std::vector<int64_t>& received) {
@@ -95,18 +102,35 @@ TEST(MaterializeTest, MultiAxisDimensionIsMajorToMinor) {
 }
 
 TEST(MaterializeTest, PartialSummands) {
-  // Summand p holds (e+1)(p+1): device 0 {1,2}, device 1 {2,4}; their sum {3,6} = (e+1)*3.
+  // Device p holds summand p of each element; the summands add up to CanonicalValue.
   absl::StatusOr<DeviceBuffers> buffers = Materialize(MeshOf("x=2"), TypeOf("f32[2] partial{x}"));
   ASSERT_TRUE(buffers.ok()) << buffers.status();
-  EXPECT_EQ(*buffers, (DeviceBuffers{Buf({2}, {1, 2}), Buf({2}, {2, 4})}));
+  EXPECT_EQ(*buffers, (DeviceBuffers{Buf({2}, {Summand(0, 0), Summand(1, 0)}),
+                                     Buf({2}, {Summand(0, 1), Summand(1, 1)})}));
+  for (int64_t e : {0, 1}) EXPECT_EQ(CanonicalValue(e, 2), Summand(e, 0) + Summand(e, 1));
+  EXPECT_EQ(CanonicalValue(5, 1), 6);  // One summand: e + 1.
+}
+
+TEST(MaterializeTest, SummandsHaveNoCommonPattern) {
+  // No two summands of one element are equal or in the ratio p + 1 (the former pattern), and
+  // they stay within [1, kSummandModulus].
+  for (int64_t e = 0; e < 64; ++e) {
+    for (int64_t p = 0; p < 8; ++p) {
+      const double v = Summand(e, p);
+      EXPECT_GE(v, 1);
+      EXPECT_LE(v, kSummandModulus);
+      for (int64_t q = 0; q < p; ++q) EXPECT_NE(v, Summand(e, q)) << e << " " << p << " " << q;
+    }
+  }
 }
 
 TEST(MaterializeTest, PartialAndSharded) {
-  // f32[2{y}] partial{x} on x=2,y=2: device (x,y) holds element y times (x+1).
+  // f32[2{y}] partial{x} on x=2,y=2: device (x,y) holds summand x of element y.
   absl::StatusOr<DeviceBuffers> buffers =
       Materialize(MeshOf("x=2,y=2"), TypeOf("f32[2{y}] partial{x}"));
   ASSERT_TRUE(buffers.ok()) << buffers.status();
-  EXPECT_EQ(*buffers, (DeviceBuffers{Buf({1}, {1}), Buf({1}, {2}), Buf({1}, {2}), Buf({1}, {4})}));
+  EXPECT_EQ(*buffers, (DeviceBuffers{Buf({1}, {Summand(0, 0)}), Buf({1}, {Summand(1, 0)}),
+                                     Buf({1}, {Summand(0, 1)}), Buf({1}, {Summand(1, 1)})}));
 }
 
 TEST(MaterializeTest, RankZero) {
@@ -489,17 +513,20 @@ TEST(CheckBuffersTest, AcceptsCanonicalLayouts) {
                            {Buf({2, 1}, {1, 3}), Buf({2, 1}, {2, 4}), Buf({2, 1}, {5, 7}),
                             Buf({2, 1}, {6, 8})})
                   .ok());
-  // Partial groups over x are {0,2} and {1,3}: sums {3} and {6} = (e+1) * 3 for e = 0, 1.
+  // Partial groups over x are {0,2} and {1,3}: their sums are CanonicalValue(e, 2), e = 0, 1.
+  const double v0 = CanonicalValue(0, 2), v1 = CanonicalValue(1, 2);
   EXPECT_TRUE(CheckBuffers(mesh, TypeOf("f32[2{y}] partial{x}"), 2,
-                           {Buf({1}, {1}), Buf({1}, {2}), Buf({1}, {2}), Buf({1}, {4})})
+                           {Buf({1}, {Summand(0, 0)}), Buf({1}, {Summand(1, 0)}),
+                            Buf({1}, {Summand(0, 1)}), Buf({1}, {Summand(1, 1)})})
                   .ok());
   // Any split of the sum is fine.
   EXPECT_TRUE(CheckBuffers(mesh, TypeOf("f32[2{y}] partial{x}"), 2,
-                           {Buf({1}, {0}), Buf({1}, {6}), Buf({1}, {3}), Buf({1}, {0})})
+                           {Buf({1}, {0}), Buf({1}, {v1}), Buf({1}, {v0}), Buf({1}, {0})})
                   .ok());
-  // A reduced two-summand source: every device holds (e+1) * 3.
-  EXPECT_TRUE(
-      CheckBuffers(MeshOf("x=2"), TypeOf("f32[2]"), 2, {Buf({2}, {3, 6}), Buf({2}, {3, 6})}).ok());
+  // A reduced two-summand source: every device holds the sums.
+  EXPECT_TRUE(CheckBuffers(MeshOf("x=2"), TypeOf("f32[2]"), 2,
+                           {Buf({2}, {v0, v1}), Buf({2}, {v0, v1})})
+                  .ok());
 }
 
 TEST(CheckBuffersTest, DetectsSwappedDevices) {
@@ -527,24 +554,30 @@ TEST(CheckBuffersTest, DetectsSwappedDevicesInTwoDimensions) {
 
 TEST(CheckBuffersTest, DetectsDoubleCountedSummand) {
   Mesh mesh = MeshOf("x=2");
-  // Both devices hold summand 0: the sum is {2,4}, not {3,6}.
-  absl::Status status =
-      CheckBuffers(mesh, TypeOf("f32[2] partial{x}"), 2, {Buf({2}, {1, 2}), Buf({2}, {1, 2})});
+  const Buffer summand0 = Buf({2}, {Summand(0, 0), Summand(1, 0)});
+  const std::string expected = absl::StrCat("expected ", Text(CanonicalValue(0, 2)), " summed, got ");
+  // Both devices hold summand 0.
+  absl::Status status = CheckBuffers(mesh, TypeOf("f32[2] partial{x}"), 2, {summand0, summand0});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(status.message(), "expected 3 summed, got 2")) << status;
+  EXPECT_TRUE(Contains(status.message(), absl::StrCat(expected, Text(2 * Summand(0, 0))))) << status;
 
   // Reduced but still claimed partial: each device holds the full sum, counted twice.
-  status = CheckBuffers(mesh, TypeOf("f32[2] partial{x}"), 2, {Buf({2}, {3, 6}), Buf({2}, {3, 6})});
+  const Buffer sums = Buf({2}, {CanonicalValue(0, 2), CanonicalValue(1, 2)});
+  status = CheckBuffers(mesh, TypeOf("f32[2] partial{x}"), 2, {sums, sums});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(status.message(), "expected 3 summed, got 6")) << status;
+  EXPECT_TRUE(Contains(status.message(), absl::StrCat(expected, Text(2 * CanonicalValue(0, 2)))))
+      << status;
 }
 
 TEST(CheckBuffersTest, DetectsMissingReduction) {
   // Unreduced summands claimed as a replicated value.
-  absl::Status status =
-      CheckBuffers(MeshOf("x=2"), TypeOf("f32[2]"), 2, {Buf({2}, {1, 2}), Buf({2}, {2, 4})});
+  absl::Status status = CheckBuffers(MeshOf("x=2"), TypeOf("f32[2]"), 2,
+                                     {Buf({2}, {Summand(0, 0), Summand(1, 0)}),
+                                      Buf({2}, {Summand(0, 1), Summand(1, 1)})});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(status.message(), "expected 3, got 1")) << status;
+  EXPECT_TRUE(Contains(status.message(), absl::StrCat("expected ", Text(CanonicalValue(0, 2)),
+                                                      ", got ", Text(Summand(0, 0)))))
+      << status;
 }
 
 TEST(CheckBuffersTest, DetectsWrongShape) {
@@ -688,7 +721,7 @@ TEST(RunPlanTest, MislabelledIntermediateTypeFails) {
 }
 
 TEST(RunPlanTest, ForgottenReductionFails) {
-  // Dropping partial{x} without reducing leaves summand (e+1) on device 0 instead of (e+1)*3.
+  // Dropping partial{x} without reducing leaves device 0 with summand 0 instead of the sum.
   Plan plan;
   plan.mesh = MeshOf("x=2");
   plan.source = TypeOf("f32[4] partial{x}");
@@ -697,7 +730,25 @@ TEST(RunPlanTest, ForgottenReductionFails) {
   absl::StatusOr<RunReport> report = RunPlan(plan);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_FALSE(report->ok);
-  EXPECT_TRUE(Contains(report->message, "expected 3, got 1")) << report->message;
+  EXPECT_TRUE(Contains(report->message, absl::StrCat("expected ", Text(CanonicalValue(0, 2)),
+                                                     ", got ", Text(Summand(0, 0)))))
+      << report->message;
+}
+
+TEST(RunPlanTest, WrongSummandsDoNotSumRight) {
+  // The permute leaves devices 0 and 3 with copies of summands 1 and 2 (devices 1 and 2 keep
+  // theirs): summands 0 and 3 are lost and 1 and 2 counted twice. With summands (e+1)(p+1) the
+  // group still summed right, (1 + 2 + 3 + 4) == (2 + 2 + 3 + 3), and this plan passed.
+  Plan plan;
+  plan.mesh = MeshOf("x=2,y=2");
+  plan.source = TypeOf("f32[4] partial{x,y}");
+  plan.target = TypeOf("f32[4]");
+  plan.steps = {StepOf(Collective::Permute({{1, 0}, {2, 3}}), "f32[4] partial{x,y}"),
+                StepOf(Collective::AllReduce({"x", "y"}), "f32[4]")};
+  absl::StatusOr<RunReport> report = RunPlan(plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->ok);
+  EXPECT_TRUE(Contains(report->message, "after step 0 (collective_permute")) << report->message;
 }
 
 TEST(RunPlanTest, ChangedGlobalShapeFails) {

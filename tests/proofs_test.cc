@@ -242,12 +242,12 @@ TEST(PlanCertificate, SummandCountedTwiceIsRefuted) {
   EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, *cert->obligation.counterexample), "");
 }
 
-TEST(PlanCertificate, CounterexampleConfirmedWhereCanonicalValuesCollide) {
+TEST(PlanCertificate, CounterexampleConfirmedWhereCanonicalValuesCollided) {
   // Found by ProofsProperty.Z3VerdictEqualsInterpreterWithSubAxes: normal's plan with two
   // permute targets swapped. Z3 refutes it at device 33, local [0,1,1], which holds element 33
-  // (summand 0) where element 16 belongs; the canonical summand values coincide there
-  // ((33+1)·1 = (16+1)·2), so the target group's canonical sum is right at that index (the
-  // plan is still wrong elsewhere). The confirmation must see the wrong element anyway.
+  // (summand 0) where element 16 belongs; with summands (e+1)(p+1) the values coincided there
+  // ((33+1)·1 = (16+1)·2), so the target group's sum was right at that index (the plan is
+  // still wrong elsewhere). The confirmation must see the wrong element.
   Mesh mesh = M("x=3,y=3,z=6");
   DistType from = T(mesh, "i8[9{y},2,3{z:(2)3}] partial{x,z:(1)2}");
   DistType to = T(mesh, "i8[9{z:(2)3,y},2,3] partial{x,z:(1)2}");

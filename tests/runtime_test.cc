@@ -125,14 +125,43 @@ TEST(CanonicalDataTest, PrimeModulusPerElementType) {
   EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("f32[8]"))->modulus(), 16777213);
   EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("bf16[8]"))->modulus(), 251);
   EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("i64[8]"))->modulus(), 2147483647);
-  // 8 summands: sums reach 36 v, so bf16 keeps v <= 7.
+  // 8 summands: their sum stays within bf16's 256 with summands up to 256 / 8.
   absl::StatusOr<CanonicalData> bf16 = CanonicalData::Create(mesh, *ParseType("bf16[8] partial{x,y}"));
   ASSERT_TRUE(bf16.ok());
-  EXPECT_EQ(bf16->modulus(), 7);
-  EXPECT_EQ(bf16->weight(), 36);
-  // 16 summands: 136 > 256 / 2, nothing is checkable exactly.
-  Mesh big = *ParseMesh("x=16");
-  EXPECT_FALSE(CanonicalData::Create(big, *ParseType("bf16[16] partial{x}")).ok());
+  EXPECT_EQ(bf16->modulus(), 32);
+  EXPECT_EQ(bf16->summands(), 8);
+  // f32 with 8 summands: the interpreter's range.
+  EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("f32[8] partial{x,y}"))->modulus(),
+            kSummandModulus);
+  // 256 summands: values of 1 only, nothing is checkable.
+  Mesh big = *ParseMesh("x=256");
+  EXPECT_FALSE(CanonicalData::Create(big, *ParseType("bf16[256] partial{x}")).ok());
+  EXPECT_EQ(CanonicalData::Create(big, *ParseType("f32[256] partial{x}"))->modulus(), 65536);
+}
+
+// A group that counts one summand twice and misses another fails the check: with summands of
+// a common pattern, (e+1)(p+1), devices holding summands {1,1,2,2} of four summed right.
+TEST(CanonicalDataTest, WrongSummandsDoNotSumRight) {
+  Mesh mesh = *ParseMesh("x=4");
+  DistType source = *ParseType("i32[16] partial{x}");
+  DistType target = *ParseType("i32[16]");
+  CanonicalData data = *CanonicalData::Create(mesh, source);
+  auto sum_of = [&](std::initializer_list<int64_t> devices) {
+    std::vector<int32_t> sum(16, 0);
+    for (int64_t d : devices) {
+      LocalArray array({16}, ElementType::kI32);
+      data.Fill(mesh, source, d, array);
+      const int32_t* v = reinterpret_cast<const int32_t*>(array.data());
+      for (int i = 0; i < 16; ++i) sum[i] += v[i];
+    }
+    LocalArray out({16}, ElementType::kI32);
+    std::copy(sum.begin(), sum.end(), reinterpret_cast<int32_t*>(out.data()));
+    return out;
+  };
+  EXPECT_TRUE(data.Check(mesh, target, 0, sum_of({0, 1, 2, 3})).ok());
+  absl::Status wrong = data.Check(mesh, target, 0, sum_of({1, 1, 2, 2}));
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("global element 0"), std::string::npos) << wrong;
 }
 
 // With a modulus above the element count the runtime's data is the interpreter's.

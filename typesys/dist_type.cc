@@ -348,6 +348,18 @@ int64_t NumSummands(const Mesh& mesh, const DistType& type) {
   return mesh.GroupSize(type.partial);
 }
 
+int64_t SummandValue(int64_t element, int64_t summand, int64_t modulus) {
+  RESHARD_CHECK(modulus >= 1) << "SummandValue needs a modulus of at least 1, got " << modulus;
+  // A 64-bit finalizer (xor-shift-multiply rounds) over a combination of both indices: every
+  // input bit affects every output bit, so neighbouring elements and summands look unrelated.
+  uint64_t z = static_cast<uint64_t>(element) * 0x9e3779b97f4a7c15ull +
+               static_cast<uint64_t>(summand) * 0xc2b2ae3d27d4eb4full;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return 1 + static_cast<int64_t>(z % static_cast<uint64_t>(modulus));
+}
+
 int AxisUse(const DistType& type, std::string_view axis) {
   for (int i = 0; i < type.rank(); ++i) {
     for (const std::string& a : type.dims[i].axes) {

@@ -94,6 +94,16 @@ std::vector<int64_t> BlockOffset(const Mesh& mesh, const DistType& type, int64_t
 int64_t SummandIndex(const Mesh& mesh, const DistType& type, int64_t device);
 // Number of summands: product of the partial axes' sizes.
 int64_t NumSummands(const Mesh& mesh, const DistType& type);
+// The test value of summand `summand` of global element `element` in a source with several
+// summands, pseudo-random in [1, modulus] (modulus >= 1): the data the reference interpreter
+// and the MPI runtime check plans with (interp/interpreter.h, runtime/local_array.h). Values
+// unrelated across summands make a wrong multiset of summands (one counted twice, another
+// missing) sum to the right total only by a per-element coincidence, where values with a
+// common pattern such as (e + 1)(p + 1) collide systematically (1 + 4 == 2 + 3).
+int64_t SummandValue(int64_t element, int64_t summand, int64_t modulus);
+// The interpreter's modulus for SummandValue (and the MPI runtime's where its element type
+// allows): with at most 2^24 summands every sum stays below 2^44, exact in a double.
+inline constexpr int64_t kSummandModulus = int64_t{1} << 20;
 
 // Where `axis` is used: the dimension index, kPartial, or kUnused.
 inline constexpr int kPartial = -1;
