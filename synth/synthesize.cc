@@ -467,6 +467,51 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
   return steps;
 }
 
+// Axes that can carry a reduction's work for free: of size above 1, neither split nor summed
+// over by `from` or `to` (every device of such an axis holds the same data at both ends), in
+// mesh order; empty unless `from` has partial axes that `to` drops (reduced by the descent).
+// Slicing them before the reduction and gathering them after turns it into smaller
+// reductions plus a gather, e.g. x=2,y=3,z=4: [96,3072,48] partial{y,x} -> [96,3072,48{x}]
+// slices z, reduces a quarter of the data and gathers z back: 412 instead of 686 µs and 864
+// instead of 1512 MiB received.
+std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, const DistType& to) {
+  const bool reduces = std::any_of(from.partial.begin(), from.partial.end(),
+                                   [&](const std::string& axis) { return !Contains(to.partial, axis); });
+  std::vector<std::string> helpers;
+  if (!reduces) return helpers;
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (axis.size > 1 && AxisUse(from, axis.name) == kUnused && AxisUse(to, axis.name) == kUnused) {
+      helpers.push_back(axis.name);
+    }
+  }
+  return helpers;
+}
+
+// `c` with `helpers` sliced onto one dimension before everything else and gathered back by
+// the ascent (appended to y's dimension), so the descent's reductions and the middle act on
+// smaller buffers. The dimension is one the descent leaves alone, whose local size in `from`
+// and in y the helpers' group divides (the largest in `from`); nullopt when there is none.
+std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
+                                     const std::vector<std::string>& helpers) {
+  const int64_t group = mesh.GroupSize(helpers);
+  std::optional<int> dim;
+  for (int d = 0; d < from.rank(); ++d) {
+    const bool touched = std::any_of(c.descent.begin(), c.descent.end(),
+                                     [&](const Append& a) { return a.dim == d; });
+    const int64_t local = LocalDimSize(mesh, from.dims[d]);
+    if (touched || local % group != 0 || LocalDimSize(mesh, c.y.dims[d]) % group != 0) continue;
+    if (!dim || local > LocalDimSize(mesh, from.dims[*dim])) dim = d;
+  }
+  if (!dim) return std::nullopt;
+  Candidate helped;
+  for (const std::string& axis : helpers) helped.descent.push_back(Append{axis, *dim, false});
+  helped.descent.insert(helped.descent.end(), c.descent.begin(), c.descent.end());
+  helped.y = c.y;
+  std::vector<std::string>& axes = helped.y.dims[*dim].axes;
+  axes.insert(axes.end(), helpers.begin(), helpers.end());
+  return helped;
+}
+
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set. The same for both passes of NormalSteps.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -501,6 +546,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
           }
         }
       }
+    }
+  }
+  // Each candidate again with the helper axes sliced first, when there is a reduction.
+  const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
+  const size_t plain = candidates.size();
+  for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
+    if (std::optional<Candidate> c = WithHelpers(mesh, from, candidates[i], helpers)) {
+      candidates.push_back(*std::move(c));
     }
   }
   return candidates;

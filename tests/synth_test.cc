@@ -693,6 +693,21 @@ TEST(NormalTest, NoStepOverSizeOneAxesAlone) {
   EXPECT_TRUE(report->ok) << report->message;
 }
 
+TEST(NormalTest, ReplicatedAxisCarriesPartOfTheReduction) {
+  // z is replicated at both ends: slicing it first makes the reduce_scatter over x and the
+  // all_reduce over y act on a quarter of the data; gathering z back costs less than that
+  // saves (96 KiB received instead of 240 KiB, optimal's plan).
+  Mesh mesh = M("x=2,y=3,z=4");
+  Plan plan = Synth(mesh, "f32[8,24,8] partial{y,x}", "f32[8,24,8{x}]");
+  ASSERT_FALSE(plan.steps.empty());
+  EXPECT_EQ(plan.steps.front().op.kind, CollectiveKind::kAllSlice) << Describe(plan);
+  EXPECT_EQ(plan.steps.front().op.mesh_axes, std::vector<std::string>{"z"});
+  EXPECT_EQ(plan.steps.back().op.kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(plan.metrics.bytes_received_total, 98304);
+  Plan optimal = Synth(mesh, "f32[8,24,8] partial{y,x}", "f32[8,24,8{x}]", Strategy::kOptimal);
+  EXPECT_EQ(optimal.metrics.bytes_received_total, plan.metrics.bytes_received_total);
+}
+
 TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
   struct Case {
     const char *mesh, *from, *to;

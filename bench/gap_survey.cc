@@ -1,0 +1,169 @@
+// gap-survey — how far `normal` is from `optimal` on seeded random cases.
+//
+//   gap-survey [--cases N] [--seed S] [--show K]
+//
+// Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes of sizes 1, 2, 3, 4, 8 and at most 64
+// devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes), synthesizes
+// each with `normal` and `optimal` under the default model, and prints the geometric mean
+// of cost(normal) / cost(optimal), a histogram of the ratios and the K worst cases. Cases
+// that are invalid, unsynthesizable or of zero cost are skipped (counted). Deterministic:
+// the same arguments print the same report. docs/benchmarks.md, "Gap to optimal on random
+// cases".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "synth/synthesize.h"
+
+namespace reshard {
+namespace {
+
+struct RandomCase {
+  std::string mesh, from, to;
+};
+
+// One random case from `seed`; empty mesh text when it has more than 64 devices.
+RandomCase Draw(int64_t seed) {
+  std::mt19937 rng(static_cast<uint32_t>(seed * 104729 + 3));
+  const int sizes[] = {1, 2, 2, 3, 4, 4, 8};
+  const char* names[] = {"x", "y", "z"};
+  const int axes = 1 + static_cast<int>(rng() % 3);
+  std::vector<std::string> mesh;
+  int64_t devices = 1;
+  for (int a = 0; a < axes; ++a) {
+    const int size = sizes[rng() % 7];
+    devices *= size;
+    mesh.push_back(absl::StrCat(names[a], "=", size));
+  }
+  const int rank = 1 + static_cast<int>(rng() % 3);
+  std::vector<int64_t> dims;
+  for (int i = 0; i < rank; ++i) dims.push_back(std::vector<int64_t>{48, 96, 192, 768, 3072}[rng() % 5]);
+  auto type = [&](bool allow_partial) {
+    std::vector<std::vector<std::string>> dim_axes(rank);
+    std::vector<std::string> partial;
+    std::vector<int> order(axes);
+    for (int a = 0; a < axes; ++a) order[a] = a;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int a : order) {
+      const int r = static_cast<int>(rng() % 4);
+      if (r == 0) continue;
+      if (r == 1 && allow_partial) {
+        partial.push_back(names[a]);
+      } else {
+        dim_axes[rng() % rank].push_back(names[a]);
+      }
+    }
+    std::vector<std::string> parts;
+    for (int i = 0; i < rank; ++i) {
+      parts.push_back(dim_axes[i].empty()
+                          ? absl::StrCat(dims[i])
+                          : absl::StrCat(dims[i], "{", absl::StrJoin(dim_axes[i], ","), "}"));
+    }
+    std::string text = absl::StrCat("f32[", absl::StrJoin(parts, ","), "]");
+    if (!partial.empty()) absl::StrAppend(&text, " partial{", absl::StrJoin(partial, ","), "}");
+    return text;
+  };
+  RandomCase c;
+  c.from = type(true);
+  c.to = type(rng() % 3 == 0);
+  if (devices <= 64) c.mesh = absl::StrJoin(mesh, ",");
+  return c;
+}
+
+int Run(int64_t cases, int64_t seed, int show) {
+  std::vector<std::pair<double, std::string>> ratios;
+  int64_t skipped = 0;
+  for (int64_t s = seed; s < seed + cases; ++s) {
+    const RandomCase c = Draw(s);
+    absl::StatusOr<Mesh> mesh = ParseMesh(c.mesh);
+    if (c.mesh.empty() || !mesh.ok()) {
+      ++skipped;
+      continue;
+    }
+    absl::StatusOr<DistType> from = ParseValidType(*mesh, c.from);
+    absl::StatusOr<DistType> to = ParseValidType(*mesh, c.to);
+    if (!from.ok() || !to.ok()) {
+      ++skipped;
+      continue;
+    }
+    SynthesisOptions options;
+    absl::StatusOr<Plan> normal = Synthesize(*mesh, *from, *to, options);
+    options.strategy = Strategy::kOptimal;
+    options.max_states = 200000;
+    absl::StatusOr<Plan> optimal = Synthesize(*mesh, *from, *to, options);
+    if (!normal.ok() || !optimal.ok() || optimal->metrics.cost_us <= 0) {
+      ++skipped;
+      continue;
+    }
+    const double ratio = normal->metrics.cost_us / optimal->metrics.cost_us;
+    ratios.emplace_back(ratio, absl::StrCat(c.mesh, " ; ", c.from, " ; ", c.to, "  (normal ",
+                                            normal->metrics.cost_us, " us, optimal ",
+                                            optimal->metrics.cost_us, " us)"));
+  }
+  if (ratios.empty()) {
+    std::printf("no case to compare (%lld skipped)\n", static_cast<long long>(skipped));
+    return 0;
+  }
+  double log_sum = 0;
+  int histogram[6] = {};
+  const double edges[] = {1 + 1e-9, 1.05, 1.2, 1.5, 2};
+  for (const auto& [ratio, text] : ratios) {
+    log_sum += std::log(ratio);
+    int bin = 0;
+    while (bin < 5 && ratio >= edges[bin]) ++bin;
+    ++histogram[bin];
+  }
+  std::printf("cases compared: %zu (skipped: %lld)\n", ratios.size(),
+              static_cast<long long>(skipped));
+  std::printf("geometric mean cost normal / optimal: %.4fx\n",
+              std::exp(log_sum / static_cast<double>(ratios.size())));
+  std::printf("ratio = 1: %d; < 1.05: %d; < 1.2: %d; < 1.5: %d; < 2: %d; >= 2: %d\n",
+              histogram[0], histogram[1], histogram[2], histogram[3], histogram[4],
+              histogram[5]);
+  std::stable_sort(ratios.begin(), ratios.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int i = 0; i < show && i < static_cast<int>(ratios.size()); ++i) {
+    std::printf("%.3fx  %s\n", ratios[i].first, ratios[i].second.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace reshard
+
+int main(int argc, char** argv) {
+  int64_t cases = 5000, seed = 0;
+  int show = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(argv[i + 1], &value) || value < 0) {
+      std::fprintf(stderr, "gap-survey: %s needs a non-negative integer\n", argv[i]);
+      return 2;
+    }
+    if (flag == "--cases") {
+      cases = value;
+    } else if (flag == "--seed") {
+      seed = value;
+    } else if (flag == "--show") {
+      show = static_cast<int>(std::min<int64_t>(value, 1000));
+    } else {
+      std::fprintf(stderr, "gap-survey: unknown flag %s (--cases, --seed, --show)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "usage: gap-survey [--cases N] [--seed S] [--show K]\n");
+    return 2;
+  }
+  return reshard::Run(cases, seed, show);
+}
