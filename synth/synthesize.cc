@@ -845,8 +845,13 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
 // atoms (axes of `mesh`), where the model prices the chain strictly lower. Atoms of size 1
 // join a neighbouring atom's collective rather than making a step of their own. Gathers go from the
 // minor end, scatters from the major end; an all_reduce becomes such a scatter chain onto the
-// dimension of largest local size divisible by the group, then the gathers back. Bytes are
-// unchanged (the ring formulas telescope: (k-1)·B = sum over the chain), local sizes stay
+// dimension of largest local size divisible by the group, then the gathers back, or, when no
+// dimension takes the whole group, a scatter chain over its most major pieces that one does,
+// one all_reduce over the other pieces on the smaller buffer, and the gathers back (e.g. a
+// 12-element buffer reduced over 16 devices: scatters over two pieces of size 2, an
+// all_reduce over the remaining 4 devices, two gathers). Bytes are unchanged (the ring
+// formulas telescope: (k-1)·B = sum over the chain, and 2(k-1)/k·B = 2(p-1)/p·B +
+// 2(r-1)/r·B/p for k = p·r), local sizes stay
 // between the step's input and output, and the alpha terms drop from (k-1) for the group to
 // one per atom, each at its own axis's price instead of the group's slowest. This is the
 // recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
@@ -862,15 +867,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                              op.kind == CollectiveKind::kReduceScatter ||
                              op.kind == CollectiveKind::kAllReduce) &&
                             axes.size() > 1;
-    std::optional<int> reduce_dim;
-    if (splittable && op.kind == CollectiveKind::kAllReduce) {
-      const std::vector<int64_t> local = LocalShape(mesh, current);
-      const int64_t k = mesh.GroupSize(axes);
-      for (int d = 0; d < current.rank(); ++d) {
-        if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
-      }
-    }
-    if (!splittable || (op.kind == CollectiveKind::kAllReduce && !reduce_dim)) {
+    if (!splittable) {
       out.push_back(step);
       current = step.type;
       continue;
@@ -891,20 +888,45 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       if (pieces.empty()) pieces.emplace_back();
       pieces.back().insert(pieces.back().end(), riding.begin(), riding.end());
     }
+    // An all_reduce scatters the most major pieces whose group divides some dimension's local
+    // size (that of the largest such dimension), all_reduces the rest as one group, and
+    // gathers back: all of them when one dimension takes the whole group.
+    size_t scattered = pieces.size();
+    int dim = static_cast<int>(op.dim);
+    if (op.kind == CollectiveKind::kAllReduce) {
+      const std::vector<int64_t> local = LocalShape(mesh, current);
+      std::optional<int> reduce_dim;
+      for (; scattered > 0 && !reduce_dim; --scattered) {
+        std::vector<std::string> prefix;
+        for (size_t p = 0; p < scattered; ++p) {
+          prefix.insert(prefix.end(), pieces[p].begin(), pieces[p].end());
+        }
+        const int64_t k = mesh.GroupSize(prefix);
+        for (int d = 0; d < current.rank(); ++d) {
+          if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
+        }
+        if (reduce_dim) break;
+      }
+      if (!reduce_dim) {
+        out.push_back(step);
+        current = step.type;
+        continue;
+      }
+      dim = *reduce_dim;
+    }
     StepBuilder chain(mesh, current);
     if (op.kind != CollectiveKind::kAllGather) {
-      const int dim = op.kind == CollectiveKind::kReduceScatter ? static_cast<int>(op.dim)
-                                                                : *reduce_dim;
-      for (const std::vector<std::string>& piece : pieces) {
-        chain.Apply(Collective::ReduceScatter(piece, dim));
+      for (size_t p = 0; p < scattered; ++p) chain.Apply(Collective::ReduceScatter(pieces[p], dim));
+    }
+    if (scattered < pieces.size()) {
+      std::vector<std::string> rest;
+      for (size_t p = scattered; p < pieces.size(); ++p) {
+        rest.insert(rest.end(), pieces[p].begin(), pieces[p].end());
       }
+      chain.Apply(Collective::AllReduce(rest));
     }
     if (op.kind != CollectiveKind::kReduceScatter) {
-      const int dim = op.kind == CollectiveKind::kAllGather ? static_cast<int>(op.dim)
-                                                            : *reduce_dim;
-      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
-        chain.Apply(Collective::AllGather(*piece, dim));
-      }
+      for (size_t p = scattered; p-- > 0;) chain.Apply(Collective::AllGather(pieces[p], dim));
     }
     RESHARD_CHECK(chain.current() == step.type)
         << ToString(op) << " split ends at " << ToString(chain.current());

@@ -724,6 +724,11 @@ TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
       {"x=2,y=2", "f32[64,64] partial{x,y}", "f32[64,64]",
        {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
         CollectiveKind::kAllGather, CollectiveKind::kAllGather}},
+      // all_reduce over x=8 of 12 elements: no dimension takes 8, so two pieces scatter
+      // (12 / 4), the third all_reduces the smaller buffer, and the gathers follow.
+      {"x=8", "f32[12] partial{x}", "f32[12]",
+       {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter, CollectiveKind::kAllReduce,
+        CollectiveKind::kAllGather, CollectiveKind::kAllGather}},
   };
   for (const Case& c : cases) {
     Mesh mesh = M(c.mesh);
