@@ -348,6 +348,8 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
 struct Candidate {
   std::vector<Append> descent;
   DistType y;
+  // Slices after the middle, before the gathers (a middle-first candidate: MiddleFirst).
+  std::vector<Append> late;
   bool prepared = false;
   std::vector<Step> down;
   DistType x;
@@ -376,7 +378,8 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
         << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
     c.down_bytes = TotalBytes(mesh, from, c.down);
     StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
-    EmitAscent(to, c.y, ascent);
+    EmitDescent(c.late, ascent);
+    EmitAscent(to, ascent.current(), ascent);
     c.up = std::move(ascent.steps());
     c.up_bytes = TotalBytes(mesh, c.y, c.up);
     c.prepared = true;
@@ -493,6 +496,7 @@ std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, cons
 // and in y the helpers' group divides (the largest in `from`); nullopt when there is none.
 std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
                                      const std::vector<std::string>& helpers) {
+  if (!c.late.empty()) return std::nullopt;  // Its late slices would follow the helpers.
   const int64_t group = mesh.GroupSize(helpers);
   std::optional<int> dim;
   for (int d = 0; d < from.rank(); ++d) {
@@ -510,6 +514,37 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
   std::vector<std::string>& axes = helped.y.dims[*dim].axes;
   axes.insert(axes.end(), helpers.begin(), helpers.end());
   return helped;
+}
+
+// The middle first, at `from`'s local size, then slices: when both types sum over the same
+// axes, `to` uses every axis `from` splits, and the axes only `to` uses (N) end their
+// dimensions of `to`, the middle can go from `from` to `to` without N, and slicing N then
+// reaches `to`. Valleys slice first and may need a permute to put N in place, e.g.
+// x=2,y=2: [192,192{x}] -> [192{x,y},192] is all_to_all x then slice y (one exchange),
+// where the valley slices y, permutes and all_to_alls. nullopt when the shape does not fit
+// or nothing is left for the middle to do.
+std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, const DistType& to) {
+  if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
+  for (const Dim& dim : from.dims) {
+    for (const std::string& axis : dim.axes) {
+      if (AxisUse(to, axis) < 0) return std::nullopt;
+    }
+  }
+  Candidate c;
+  c.y = to;
+  for (int j = 0; j < to.rank(); ++j) {
+    std::vector<std::string>& axes = c.y.dims[j].axes;
+    size_t first_new = axes.size();
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const bool added = AxisUse(from, axes[k]) == kUnused;
+      if (added && first_new == axes.size()) first_new = k;
+      if (!added && first_new < axes.size()) return std::nullopt;  // N is not a suffix.
+    }
+    for (size_t k = first_new; k < axes.size(); ++k) c.late.push_back(Append{axes[k], j, false});
+    axes.resize(first_new);
+  }
+  if (c.late.empty() || c.y == from) return std::nullopt;
+  return c;
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
@@ -548,6 +583,7 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
+  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to)) candidates.push_back(*std::move(c));
   // Each candidate again with the helper axes sliced first, when there is a reduction.
   const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
   const size_t plain = candidates.size();

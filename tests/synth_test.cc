@@ -708,6 +708,31 @@ TEST(NormalTest, ReplicatedAxisCarriesPartOfTheReduction) {
   EXPECT_EQ(optimal.metrics.bytes_received_total, plan.metrics.bytes_received_total);
 }
 
+TEST(NormalTest, MiddleFirstThenSlice) {
+  // y only in the target, at the end of its dimension: the all_to_all over x runs at the
+  // source's size and y is sliced after it, one alpha. The valleys slice y first and then
+  // need a permute and an all_to_all over y (the same bytes), or one all_to_all over x,y
+  // (fewer bytes, three alphas: the bytes objective's choice).
+  Mesh mesh = M("x=2,y=2");
+  const DistType from = T(mesh, "f32[192,192{x}]");
+  const DistType to = T(mesh, "f32[192{x,y},192]");
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<CollectiveKind> kinds;
+  for (const Step& step : plan->steps) kinds.push_back(step.op.kind);
+  EXPECT_EQ(kinds, (std::vector<CollectiveKind>{CollectiveKind::kAllToAll,
+                                                CollectiveKind::kAllSlice}))
+      << Describe(*plan);
+  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
+  absl::StatusOr<RunReport> report = RunPlan(*plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+  absl::StatusOr<Plan> optimal =
+      Synthesize(mesh, from, to, SynthesisOptions{.strategy = Strategy::kOptimal});
+  ASSERT_TRUE(optimal.ok()) << optimal.status();
+  EXPECT_EQ(plan->metrics.cost_us, optimal->metrics.cost_us);
+}
+
 TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
   struct Case {
     const char *mesh, *from, *to;
