@@ -547,6 +547,52 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, con
   return c;
 }
 
+// `c` with its all_reduce (the partial axes R of `from` that `to` neither keeps nor splits)
+// split around the middle: the descent reduce_scatters R onto a dimension of x, the middle
+// moves the smaller buffer, and the ascent gathers R back from a dimension of y (the one of
+// largest local size R's group divides; x's same dimension when R's group divides it
+// there too, else x's largest such). An all_reduce is a reduce_scatter plus an all_gather
+// of the same bytes, and the middle between them then moves 1/|R| of the data, e.g.
+// x=4,y=2,z=2: [192,192{x},768{y}] partial{z} -> [192,192{y},768{x}] 227 instead of 374 µs.
+// nullopt without such axes or without a dimension their group divides.
+std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& from,
+                                                const DistType& to, const Candidate& c) {
+  if (!c.late.empty()) return std::nullopt;
+  DistType x = from;
+  for (const Append& a : c.descent) {
+    x.dims[a.dim].axes.push_back(a.axis);
+    if (a.scatter) std::erase(x.partial, a.axis);
+  }
+  std::vector<std::string> reduce;
+  for (const std::string& axis : PartialInMeshOrder(mesh, x)) {
+    if (!Contains(to.partial, axis)) reduce.push_back(axis);
+  }
+  if (reduce.empty()) return std::nullopt;
+  const int64_t group = mesh.GroupSize(reduce);
+  if (group == 1) return std::nullopt;
+  // The dimension of `type` of largest local size that `group` divides, `first` if it does.
+  auto pick = [&](const DistType& type, std::optional<int> first) -> std::optional<int> {
+    if (first && LocalDimSize(mesh, type.dims[*first]) % group == 0) return first;
+    std::optional<int> best;
+    for (int d = 0; d < type.rank(); ++d) {
+      const int64_t local = LocalDimSize(mesh, type.dims[d]);
+      if (local % group == 0 && (!best || local > LocalDimSize(mesh, type.dims[*best]))) best = d;
+    }
+    return best;
+  };
+  const std::optional<int> gather_dim = pick(c.y, std::nullopt);
+  if (!gather_dim) return std::nullopt;
+  const std::optional<int> scatter_dim = pick(x, gather_dim);
+  if (!scatter_dim) return std::nullopt;
+  Candidate split;
+  split.descent = c.descent;
+  for (const std::string& axis : reduce) split.descent.push_back(Append{axis, *scatter_dim, true});
+  split.y = c.y;
+  std::vector<std::string>& axes = split.y.dims[*gather_dim].axes;
+  axes.insert(axes.end(), reduce.begin(), reduce.end());
+  return split;
+}
+
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set. The same for both passes of NormalSteps.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -589,6 +635,12 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   const size_t plain = candidates.size();
   for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
     if (std::optional<Candidate> c = WithHelpers(mesh, from, candidates[i], helpers)) {
+      candidates.push_back(*std::move(c));
+    }
+  }
+  // And with its all_reduce split around the middle.
+  for (size_t i = 0; i < plain; ++i) {
+    if (std::optional<Candidate> c = WithScatteredReduction(mesh, from, to, candidates[i])) {
       candidates.push_back(*std::move(c));
     }
   }
