@@ -74,11 +74,11 @@ int64_t LocalDimSize(const Mesh& mesh, const Dim& dim) {
   return dim.size / mesh.GroupSize(dim.axes);
 }
 
-// The dimension `axis` should be appended to: `preferred` dims first (in order), then the
-// others by decreasing local size. nullopt when no dimension's local size is divisible.
-std::optional<int> PickDim(const Mesh& mesh, const DistType& type, const std::string& axis,
+// The dimension a group of `size` devices should be appended to: `preferred` dims first (in
+// order), then the others by decreasing local size. nullopt when no dimension's local size is
+// divisible.
+std::optional<int> PickDim(const Mesh& mesh, const DistType& type, int64_t size,
                            const std::vector<int>& preferred) {
-  int64_t size = mesh.AxisSize(axis);
   for (int dim : preferred) {
     if (LocalDimSize(mesh, type.dims[dim]) % size == 0) return dim;
   }
@@ -152,7 +152,7 @@ std::optional<std::vector<Append>> PlaceDescent(const Mesh& mesh, const DistType
         }
       }
       preferred.push_back(j);
-      std::optional<int> dim = PickDim(mesh, current, axes[k], preferred);
+      std::optional<int> dim = PickDim(mesh, current, mesh.AxisSize(axes[k]), preferred);
       if (!dim) return std::nullopt;
       current.dims[*dim].axes.push_back(axes[k]);
       appends.push_back(Append{axes[k], *dim, use == kPartial});
@@ -190,7 +190,7 @@ std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, c
         }
       }
       preferred.push_back(i);
-      std::optional<int> dim = PickDim(mesh, y, axes[k], preferred);
+      std::optional<int> dim = PickDim(mesh, y, mesh.AxisSize(axes[k]), preferred);
       if (!dim) return std::nullopt;
       y.dims[*dim].axes.push_back(axes[k]);
     }
@@ -570,19 +570,9 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
   if (reduce.empty()) return std::nullopt;
   const int64_t group = mesh.GroupSize(reduce);
   if (group == 1) return std::nullopt;
-  // The dimension of `type` of largest local size that `group` divides, `first` if it does.
-  auto pick = [&](const DistType& type, std::optional<int> first) -> std::optional<int> {
-    if (first && LocalDimSize(mesh, type.dims[*first]) % group == 0) return first;
-    std::optional<int> best;
-    for (int d = 0; d < type.rank(); ++d) {
-      const int64_t local = LocalDimSize(mesh, type.dims[d]);
-      if (local % group == 0 && (!best || local > LocalDimSize(mesh, type.dims[*best]))) best = d;
-    }
-    return best;
-  };
-  const std::optional<int> gather_dim = pick(c.y, std::nullopt);
+  const std::optional<int> gather_dim = PickDim(mesh, c.y, group, {});
   if (!gather_dim) return std::nullopt;
-  const std::optional<int> scatter_dim = pick(x, gather_dim);
+  const std::optional<int> scatter_dim = PickDim(mesh, x, group, {*gather_dim});
   if (!scatter_dim) return std::nullopt;
   Candidate split;
   split.descent = c.descent;
@@ -982,17 +972,11 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     size_t scattered = pieces.size();
     int dim = static_cast<int>(op.dim);
     if (op.kind == CollectiveKind::kAllReduce) {
-      const std::vector<int64_t> local = LocalShape(mesh, current);
       std::optional<int> reduce_dim;
-      for (; scattered > 0 && !reduce_dim; --scattered) {
-        std::vector<std::string> prefix;
-        for (size_t p = 0; p < scattered; ++p) {
-          prefix.insert(prefix.end(), pieces[p].begin(), pieces[p].end());
-        }
-        const int64_t k = mesh.GroupSize(prefix);
-        for (int d = 0; d < current.rank(); ++d) {
-          if (local[d] % k == 0 && (!reduce_dim || local[d] > local[*reduce_dim])) reduce_dim = d;
-        }
+      for (; scattered > 0; --scattered) {
+        int64_t k = 1;
+        for (size_t p = 0; p < scattered; ++p) k *= mesh.GroupSize(pieces[p]);
+        reduce_dim = PickDim(mesh, current, k, {});
         if (reduce_dim) break;
       }
       if (!reduce_dim) {
