@@ -34,15 +34,6 @@ bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::str
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
 
-// The partial axes of `from` that `to` drops, in mesh order.
-std::vector<std::string> ToReduce(const Mesh& mesh, const DistType& from, const DistType& to) {
-  std::vector<std::string> axes;
-  for (const std::string& axis : PartialInMeshOrder(mesh, from)) {
-    if (!Contains(to.partial, axis)) axes.push_back(axis);
-  }
-  return axes;
-}
-
 // GSPMD on types with equal partial axes: the first pattern that applies (docs/baselines.md).
 void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   const DistType s = b.current();

@@ -10,6 +10,8 @@
 #ifndef RESHARD_SYNTH_STEP_BUILDER_H_
 #define RESHARD_SYNTH_STEP_BUILDER_H_
 
+#include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,18 @@
 #include "typesys/plan.h"
 
 namespace reshard {
+
+// The partial axes of `from` that `to` drops (reduced on the way), in mesh order.
+inline std::vector<std::string> ToReduce(const Mesh& mesh, const DistType& from,
+                                         const DistType& to) {
+  std::vector<std::string> axes;
+  for (const std::string& axis : PartialInMeshOrder(mesh, from)) {
+    if (std::find(to.partial.begin(), to.partial.end(), axis) == to.partial.end()) {
+      axes.push_back(axis);
+    }
+  }
+  return axes;
+}
 
 class StepBuilder {
  public:
