@@ -549,10 +549,8 @@ absl::StatusOr<DeviceBuffers> Materialize(const Mesh& mesh, const DistType& type
 }
 
 double CanonicalValue(int64_t element, int64_t summands) {
-  if (summands <= 1) return static_cast<double>(element + 1);
-  int64_t sum = 0;
-  for (int64_t p = 0; p < summands; ++p) sum += SummandValue(element, p, kSummandModulus);
-  return static_cast<double>(sum);
+  return static_cast<double>(summands <= 1 ? element + 1
+                                           : SummandSum(element, summands, kSummandModulus));
 }
 
 absl::Status ExecuteCollective(const Mesh& mesh, const Collective& op, int64_t element_bytes,
@@ -585,8 +583,14 @@ absl::Status ExecuteCollective(const Mesh& mesh, const Collective& op, int64_t e
   return absl::OkStatus();
 }
 
-absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source_summands,
-                          const DeviceBuffers& buffers) {
+namespace {
+
+// CheckBuffers; `sums` holds CanonicalValue of every global element when the source has
+// several summands (each costs `source_summands` SummandValue calls, and a replicated type
+// checks every element on many devices), computed on the first call that needs it so that
+// RunPlan's checks of every step share it; unused for one summand (e + 1).
+absl::Status CheckBuffersWith(const Mesh& mesh, const DistType& type, int64_t source_summands,
+                              const DeviceBuffers& buffers, std::vector<double>& sums) {
   if (absl::Status s = CheckMesh(mesh); !s.ok()) return s;
   if (absl::Status s = Validate(mesh, type); !s.ok()) return s;
   if (source_summands < 1) {
@@ -606,11 +610,11 @@ absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source
     }
   }
 
-  // The global values, once: each costs `source_summands` SummandValue calls, and a
-  // replicated type checks every element on many devices.
-  std::vector<double> values(GlobalElements(type));
-  for (int64_t e = 0; e < static_cast<int64_t>(values.size()); ++e) {
-    values[e] = CanonicalValue(e, source_summands);
+  if (source_summands > 1 && sums.empty()) {
+    sums.resize(GlobalElements(type));
+    for (int64_t e = 0; e < static_cast<int64_t>(sums.size()); ++e) {
+      sums[e] = CanonicalValue(e, source_summands);
+    }
   }
   // Non-partial types are the special case of singleton groups.
   std::vector<std::string> partial = PartialInMeshOrder(mesh, type);
@@ -626,7 +630,7 @@ absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source
       double actual = 0;
       for (int64_t member : group) actual += buffers[member].data[l];
       int64_t e = GlobalLinearIndex(global_shape, local_shape, offset, l);
-      double expected = values[e];
+      double expected = source_summands > 1 ? sums[e] : static_cast<double>(e + 1);
       if (actual != expected) {
         std::string who = DeviceString(mesh, d);
         if (!partial.empty()) {
@@ -642,6 +646,14 @@ absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckBuffers(const Mesh& mesh, const DistType& type, int64_t source_summands,
+                          const DeviceBuffers& buffers) {
+  std::vector<double> sums;
+  return CheckBuffersWith(mesh, type, source_summands, buffers, sums);
+}
+
 absl::StatusOr<RunReport> RunPlan(const Plan& plan) {
   const Mesh& mesh = plan.mesh;
   absl::StatusOr<DeviceBuffers> buffers = Materialize(mesh, plan.source);
@@ -654,6 +666,8 @@ absl::StatusOr<RunReport> RunPlan(const Plan& plan) {
   }
   const int64_t source_summands = NumSummands(mesh, plan.source);
   const int64_t element_bytes = ElementBytes(plan.source.element_type);
+  // Every checked type has the source's global shape (EndpointMismatch runs first).
+  std::vector<double> sums;
 
   RunReport report;
   report.peak_local_bytes = MaxLocalBytes(*buffers, element_bytes);
@@ -687,7 +701,7 @@ absl::StatusOr<RunReport> RunPlan(const Plan& plan) {
       continue;
     }
     absl::Status s = Validate(mesh, step.type);
-    if (s.ok()) s = CheckBuffers(mesh, step.type, source_summands, *buffers);
+    if (s.ok()) s = CheckBuffersWith(mesh, step.type, source_summands, *buffers, sums);
     if (!s.ok()) {
       report.message = absl::StrCat(context, ": the buffers do not hold the declared type ",
                                     ToString(step.type), ": ", s.message());
@@ -703,7 +717,8 @@ absl::StatusOr<RunReport> RunPlan(const Plan& plan) {
     report.message = absl::StrCat("target ", ToString(plan.target), " has ", why);
     return report;
   }
-  if (absl::Status s = CheckBuffers(mesh, plan.target, source_summands, *buffers); !s.ok()) {
+  if (absl::Status s = CheckBuffersWith(mesh, plan.target, source_summands, *buffers, sums);
+      !s.ok()) {
     report.message = absl::StrCat("the result does not hold the target ", ToString(plan.target),
                                   ": ", s.message());
     return report;

@@ -309,12 +309,8 @@ void CanonicalData::ForEachValue(int64_t global, int64_t length, int64_t summand
     return;
   }
   for (int64_t l = 0; l < length; ++l) {
-    int64_t value = 0;
-    if (summand >= 0) {
-      value = SummandValue(global + l, summand, modulus_);
-    } else {
-      for (int64_t p = 0; p < summands_; ++p) value += SummandValue(global + l, p, modulus_);
-    }
+    const int64_t value = summand >= 0 ? SummandValue(global + l, summand, modulus_)
+                                       : SummandSum(global + l, summands_, modulus_);
     if (!f(l, value)) return;
   }
 }

@@ -360,6 +360,12 @@ int64_t SummandValue(int64_t element, int64_t summand, int64_t modulus) {
   return 1 + static_cast<int64_t>(z % static_cast<uint64_t>(modulus));
 }
 
+int64_t SummandSum(int64_t element, int64_t summands, int64_t modulus) {
+  int64_t sum = 0;
+  for (int64_t p = 0; p < summands; ++p) sum += SummandValue(element, p, modulus);
+  return sum;
+}
+
 int AxisUse(const DistType& type, std::string_view axis) {
   for (int i = 0; i < type.rank(); ++i) {
     for (const std::string& a : type.dims[i].axes) {

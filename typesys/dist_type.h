@@ -101,6 +101,9 @@ int64_t NumSummands(const Mesh& mesh, const DistType& type);
 // missing) sum to the right total only by a per-element coincidence, where values with a
 // common pattern such as (e + 1)(p + 1) collide systematically (1 + 4 == 2 + 3).
 int64_t SummandValue(int64_t element, int64_t summand, int64_t modulus);
+// The sum of SummandValue(element, p, modulus) over the summands p = 0 .. summands - 1: the
+// value a checker expects where all of them have been added up.
+int64_t SummandSum(int64_t element, int64_t summands, int64_t modulus);
 // The interpreter's modulus for SummandValue (and the MPI runtime's where its element type
 // allows): with at most 2^24 summands every sum stays below 2^44, exact in a double.
 inline constexpr int64_t kSummandModulus = int64_t{1} << 20;
