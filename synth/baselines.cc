@@ -425,9 +425,8 @@ std::vector<Step> ShardyStepsOnAtoms(const Mesh& mesh, const DistType& from, con
   return std::move(b.steps());
 }
 
-}  // namespace
-
-Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& out) {
+// DirectExchange for types whose axes are whole axes of `mesh`.
+Collective ExchangeOnWholeAxes(const Mesh& mesh, const DistType& in, const DistType& out) {
   const int rank = in.rank();
   const std::vector<int64_t> in_local = LocalShape(mesh, in);
   const std::vector<int64_t> out_local = LocalShape(mesh, out);
@@ -451,7 +450,7 @@ Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& 
         int64_t rest = block[i];
         const std::vector<std::string>& axes = in.dims[i].axes;
         for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
-          const int index = mesh.AxisIndex(*a);
+          const int index = mesh.WholeAxisIndex(*a);
           const int64_t size = mesh.axes()[index].size;
           holder_coords[index] = rest % size;
           rest /= size;
@@ -474,6 +473,13 @@ Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& 
     }
   }
   return Collective::AllToAllV(out_local, std::move(transfers));
+}
+
+}  // namespace
+
+Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& out) {
+  // Transfers name devices and element boxes, which a refinement keeps.
+  return OnWholeAxes(mesh, in, out, ExchangeOnWholeAxes);
 }
 
 namespace internal {

@@ -28,6 +28,7 @@ namespace reshard {
 // buffer when the block is t's own, otherwise a transfer from the holder of that block that
 // agrees with t on every mesh axis `in` does not shard (so it has t's summand and, with
 // `cost_model`, the cheapest link among such holders is not needed: those axes are equal).
+// Types with sub-axes are exchanged on the refinement they need (OnWholeAxes).
 Collective DirectExchange(const Mesh& mesh, const DistType& in, const DistType& out);
 
 namespace internal {

@@ -21,6 +21,7 @@
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace internal {
@@ -48,7 +49,7 @@ std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
     int64_t stride = 1;
     const std::vector<std::string>& axes = type.dims[i].axes;
     for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
-      const int index = mesh.AxisIndex(*a);
+      const int index = mesh.WholeAxisIndex(*a);
       roles[index] = Role{i, stride};
       stride *= mesh.axes()[index].size;
     }
@@ -448,8 +449,11 @@ bool IsUniform(const Mesh& mesh, const CostModel& model) {
 
 }  // namespace internal
 
-Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
-                          const CostModel* cost_model) {
+namespace {
+
+// MinimalPermute for types whose axes are whole axes of `mesh`.
+Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistType& out,
+                              const CostModel* cost_model) {
   RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
                 PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
       << ToString(in) << " -> " << ToString(out);
@@ -557,6 +561,16 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
   }
   std::sort(pairs.begin(), pairs.end());
   return Collective::Permute(std::move(pairs));
+}
+
+}  // namespace
+
+Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
+                          const CostModel* cost_model) {
+  // Pairs are device ids, which a refinement keeps.
+  return OnWholeAxes(mesh, in, out, [&](const Mesh& m, const DistType& a, const DistType& b) {
+    return PermuteOnWholeAxes(m, a, b, cost_model);
+  });
 }
 
 }  // namespace reshard

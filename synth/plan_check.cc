@@ -23,7 +23,7 @@ std::vector<int64_t> KeyWeights(const Mesh& mesh, const DistType& type) {
   const int num_axes = mesh.num_axes();
   std::vector<int64_t> weight(num_axes, 0);
   std::vector<bool> partial(num_axes, false);
-  for (const std::string& axis : type.partial) partial[mesh.AxisIndex(axis)] = true;
+  for (const std::string& axis : type.partial) partial[mesh.WholeAxisIndex(axis)] = true;
   int64_t factor = 1;
   for (int a = num_axes - 1; a >= 0; --a) {
     if (partial[a]) {
@@ -35,7 +35,7 @@ std::vector<int64_t> KeyWeights(const Mesh& mesh, const DistType& type) {
     int64_t stride = factor;
     const std::vector<std::string>& axes = type.dims[i].axes;
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
-      const int a = mesh.AxisIndex(*it);
+      const int a = mesh.WholeAxisIndex(*it);
       weight[a] = stride;
       stride *= mesh.axes()[a].size;
     }

@@ -29,6 +29,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -727,13 +728,18 @@ absl::StatusOr<std::vector<Step>> RunSearcher(const Mesh& mesh, const DistType& 
 
 }  // namespace
 
-absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to) {
+absl::Status ValidateEnds(const Mesh& mesh, const DistType& from, const DistType& to) {
   if (absl::Status s = Validate(mesh, from); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
   }
   if (absl::Status s = Validate(mesh, to); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("target type: ", s.message()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to) {
+  if (absl::Status s = ValidateEnds(mesh, from, to); !s.ok()) return s;
   if (from.element_type != to.element_type) {
     return absl::InvalidArgumentError(
         absl::StrCat("element types differ: ", Absl(ElementTypeName(from.element_type)), " vs ",
@@ -778,6 +784,24 @@ absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const 
 absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats) {
+  if (HasSubAxes(mesh, from) || HasSubAxes(mesh, to)) {
+    // The search is written for whole axes: it runs on the refinement the types need, and the
+    // steps come back canonical on `mesh`. The refinement, not the spelling, decides which
+    // partial axes the types share (`y:(1)4` contains `y:(1)2`), so the remaining checks run
+    // there.
+    if (absl::Status s = ValidateEnds(mesh, from, to); !s.ok()) return s;
+    absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, to));
+    if (!r.ok()) return r.status();
+    absl::StatusOr<std::vector<Step>> steps =
+        SearchPlan(r->refined(), r->Refine(from), r->Refine(to), options, stats);
+    if (!steps.ok()) return steps;
+    for (Step& step : *steps) {
+      step.op = Canonicalize(mesh, step.op);
+      step.type = Canonicalize(mesh, step.type);
+    }
+    if (!steps->empty()) steps->back().type = to;
+    return steps;
+  }
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckSearchable(mesh, from, to); !s.ok()) return s;
   if (options.class_cache == nullptr) {
@@ -789,19 +813,23 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
 }
 
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to) {
-  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  return internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
-                                     internal::PendingUnit(mesh, to));
+  return OnWholeAxes(mesh, from, to, [](const Mesh& m, const DistType& f, const DistType& t) {
+    const internal::LowerBounds bounds = internal::ComputeLowerBounds(m, f, t);
+    return internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                       internal::PendingUnit(m, t));
+  });
 }
 
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to) {
-  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  return internal::TimeBoundUs(
-      model.Fastest(mesh), bounds.max_lacking_elements, ElementBytes(to.element_type),
-      internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
-                                  internal::PendingUnit(mesh, to)),
-      mesh.num_devices(), bounds.pieces);
+  return OnWholeAxes(mesh, from, to, [&](const Mesh& m, const DistType& f, const DistType& t) {
+    const internal::LowerBounds bounds = internal::ComputeLowerBounds(m, f, t);
+    return internal::TimeBoundUs(
+        model.Fastest(m), bounds.max_lacking_elements, ElementBytes(t.element_type),
+        internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                    internal::PendingUnit(m, t)),
+        m.num_devices(), bounds.pieces);
+  });
 }
 
 }  // namespace reshard

@@ -151,7 +151,9 @@ struct SearchStats {
 // reaching `to` (no plan exists with the enabled collectives under the bound; `from` itself
 // above the bound also gives NotFound). ResourceExhausted: max_states were settled, or
 // max_work spent, first (the message says which).
-// When `stats` is not null it receives the search's statistics.
+// When `stats` is not null it receives the search's statistics. Types with sub-axes are
+// searched on the coarsest refinement they need (InvalidArgument when their references do not
+// nest) and the steps returned canonical on `mesh`.
 absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const SearchOptions& options,
                                              SearchStats* stats = nullptr);
@@ -175,7 +177,8 @@ absl::StatusOr<std::vector<Step>> SearchPlanOnDistTypes(const Mesh& mesh, const 
 // what it needs, the one behind the cheapest link (CostModel::Between), so pairs stay on fast
 // axes where the types allow; the byte count is the same. Placements held by more than 64
 // devices are paired in id order even with a model (the greedy is quadratic per placement).
-// O(devices) time, no per-device allocation (synth/placement.cc).
+// O(devices) time, no per-device allocation (synth/placement.cc). Types with sub-axes are
+// paired on the refinement they need (OnWholeAxes, typesys/sub_axis.h).
 Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& out,
                           const CostModel* cost_model = nullptr);
 
@@ -185,7 +188,7 @@ Collective MinimalPermute(const Mesh& mesh, const DistType& in, const DistType& 
 // the average of BytesLowerBound over the devices (larger while a reduction over >= 3
 // summands is pending); each step charges at least its largest per-device receive over the
 // fastest bandwidth, and a plan that receives anything pays at least the smallest alpha once.
-// Admissible and consistent, so A* with it finds the optimum.
+// Admissible and consistent, so A* with it finds the optimum. Sub-axes: as BytesLowerBound.
 double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                         const DistType& to);
 
@@ -194,12 +197,16 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
 // also count the K - 1 merges every reduced value needs (N (element, target summand) classes,
 // each needing K - 2 more receives than one per target holder). Consistent: no step lowers it
 // by more than the bytes it receives, so SearchOptions::bytes_bound's A* stays exact. Like
-// TimeLowerBoundUs, for valid types of one shape whose axes are whole axes of `mesh` (refine
-// a plan with sub-axes first: RefinePlan).
+// TimeLowerBoundUs, for valid types of one shape; sub-axis references are refined internally
+// and must nest (OnWholeAxes, typesys/sub_axis.h).
 int64_t BytesLowerBound(const Mesh& mesh, const DistType& from, const DistType& to);
 
-// The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases).
+// The preconditions shared by Synthesize and SearchPlan (see their InvalidArgument cases),
+// for types whose axes are whole axes of `mesh` (it compares partial axes by name).
 absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const DistType& to);
+
+// Validate on both types, InvalidArgument prefixed "source type: " or "target type: ".
+absl::Status ValidateEnds(const Mesh& mesh, const DistType& from, const DistType& to);
 
 // The largest permute class (types one permute reaches) a search enumerates; beyond it the
 // search gives up as if its work budget were spent (which also bounds its memory). Bytes mode

@@ -1298,12 +1298,7 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     // The mesh as its own refinement: Create cannot fail without references.
     return finish(*AxisRefinement::Create(mesh, {}), SynthesizeWholeAxes(mesh, from, to, options));
   }
-  if (absl::Status s = Validate(mesh, from); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("source type: ", s.message()));
-  }
-  if (absl::Status s = Validate(mesh, to); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("target type: ", s.message()));
-  }
+  if (absl::Status s = ValidateEnds(mesh, from, to); !s.ok()) return s;
   absl::StatusOr<AxisRefinement> coarse = AxisRefinement::Create(mesh, refs);
   if (!coarse.ok()) return coarse.status();
   // Without sub-axis references in the types, refining and coarsening are identities:

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "interp/interpreter.h"
 #include "synth/baselines.h"
+#include "synth/search.h"
 #include "synth/synthesize.h"
 #include "tests/test_util.h"
 #include "typesys/collective.h"
@@ -305,6 +306,33 @@ TEST(SubAxisSynthesisTest, OptimalReachesTheLowerBoundThroughSubAxes) {
   EXPECT_EQ(p.whole.metrics.bytes_received_total, 14 * 1024);
   EXPECT_EQ(p.split.metrics.bytes_received_total, 12 * 1024);
   EXPECT_EQ(p.split.metrics.lower_bound_bytes_total, 12 * 1024);
+}
+
+// The functions written for whole axes refine internally (they used to index arrays with
+// AxisIndex's -1 for a sub-axis name); SearchPlan compares partial axes on the refinement,
+// where `y:(1)4` contains `y:(1)2` (it used to reject this by spelling).
+TEST(SubAxisSynthesisTest, WholeAxisFunctionsRefineInternally) {
+  Mesh mesh = M("x=3,y=8");
+  SearchOptions options;
+  options.max_local_bytes = 8;
+  absl::StatusOr<std::vector<Step>> reduce = SearchPlan(
+      mesh, T(mesh, "f64[1] partial{x,y:(1)4}"), T(mesh, "f64[1] partial{x,y:(1)2}"), options);
+  ASSERT_TRUE(reduce.ok()) << reduce.status();
+  ASSERT_EQ(reduce->size(), 1u);
+  EXPECT_EQ(ToString(reduce->front().op), "all_reduce mesh_axes=[y:(2)2]");
+
+  const DistType from = T(mesh, "f32[48{y:(1)2},6{x}]");
+  const DistType to = T(mesh, "f32[48{y:(2)4},6]");
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = from;
+  plan.target = to;
+  plan.steps = {Step{DirectExchange(mesh, from, to), to}};
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps);
+  EXPECT_EQ(plan.metrics.bytes_received_total, BytesLowerBound(mesh, from, to));
+  absl::StatusOr<RunReport> report = RunPlan(plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
 }
 
 }  // namespace

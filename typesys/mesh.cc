@@ -113,6 +113,13 @@ int Mesh::AxisIndex(std::string_view name) const {
   return -1;
 }
 
+int Mesh::WholeAxisIndex(std::string_view name) const {
+  const int index = AxisIndex(name);
+  RESHARD_CHECK(index >= 0) << "'" << name << "' is not an axis of mesh " << ToString()
+                            << " (sub-axes must be refined first)";
+  return index;
+}
+
 int64_t Mesh::AxisSize(std::string_view name) const { return Resolve(name).size; }
 
 absl::Status Mesh::CheckAxisRef(std::string_view ref) const {

@@ -72,6 +72,10 @@ class Mesh {
   // Index of the axis named `name`, or -1 when there is none.
   int AxisIndex(std::string_view name) const;
   bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
+  // AxisIndex(name) where `name` must be an axis of this mesh, not a sub-axis reference (code
+  // written for whole axes; refine types first, typesys/sub_axis.h): aborts naming it otherwise
+  // rather than let an index of -1 reach an array.
+  int WholeAxisIndex(std::string_view name) const;
   // Size of a known axis or valid sub-axis reference (aborts on an unknown one: validate
   // first).
   int64_t AxisSize(std::string_view name) const;

@@ -16,6 +16,8 @@
 //    written for whole axes — apply unchanged. Functions that take a plan or a step refine
 //    internally when they meet a sub-axis (CheckStep, CheckSteps, ComputeMetrics, RunPlan,
 //    Synthesize, CertifyPlan, the lowerings); their results are canonical on the user's mesh.
+//    So do those that take two types and return no type (OnWholeAxes below: MinimalPermute,
+//    DirectExchange, BytesLowerBound, TimeLowerBoundUs).
 //
 //   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {"y:(1)2"});
 //   r->refined().ToString();                   // "x=2,y:(1)2=2,y:(2)2=2" for mesh x=2,y=4
@@ -34,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "typesys/check.h"
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
@@ -99,6 +102,19 @@ class AxisRefinement {
   // the piece (b_j)(b_{j+1}/b_j).
   std::vector<std::vector<int64_t>> breakpoints_;
 };
+
+// f(refined mesh, refined a, refined b) on the coarsest refinement in which the sub-axis
+// references of `a` and `b` (valid on `mesh`) are whole axes; f(mesh, a, b) when there are
+// none. For functions written for whole axes whose result names no axis (device ids, bytes,
+// bounds): refining renumbers no device and moves no block. Aborts, like on invalid types,
+// when the references do not nest (AxisRefinement::Create); Synthesize reports that case.
+template <typename F>
+auto OnWholeAxes(const Mesh& mesh, const DistType& a, const DistType& b, F&& f) {
+  if (!HasSubAxes(mesh, a) && !HasSubAxes(mesh, b)) return f(mesh, a, b);
+  absl::StatusOr<AxisRefinement> refinement = AxisRefinement::Create(mesh, SubAxisRefs(mesh, a, b));
+  RESHARD_CHECK(refinement.ok()) << refinement.status();
+  return f(refinement->refined(), refinement->Refine(a), refinement->Refine(b));
+}
 
 // The plan on the refinement its own references need (plan.mesh replaced by the refined mesh,
 // types and collectives refined; metrics and strategy kept). The plan itself when it has no
