@@ -6,7 +6,7 @@
 // RUN: %reshard_opt %s --pass-pipeline='builtin.module(func.func(reshard-spmdization{strategy=gspmd validate=true}))' -o /dev/null
 // RUN: %reshard_opt %s --pass-pipeline='builtin.module(func.func(reshard-spmdization{strategy=greedy validate=true}))' -o /dev/null
 // RUN: %reshard_opt %s --pass-pipeline='builtin.module(func.func(reshard-spmdization{strategy=naive validate=true}))' -o /dev/null
-// VALID-COUNT-9: interpreter ok
+// VALID-COUNT-10: interpreter ok
 // VALID-NOT: error
 
 mesh.mesh @mesh(shape = 2x4)
@@ -33,14 +33,29 @@ func.func @order(%arg0: tensor<16x8xf32>) -> tensor<16x8xf32> {
   return %1 : tensor<16x8xf32>
 }
 
+// A multi-axis move of a small array is latency-bound: one all_to_all over [0, 1] costs
+// 7 alphas, the pieces one at a time 1 + 3 plus one for the permute that puts them in order.
 // CHECK-LABEL: func.func @multi_axis_move
 // CHECK-SAME: (%{{.*}}: tensor<2x8xf32>) -> tensor<16x1xf32>
-// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0, 1] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<16x1xf32>
+// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh source_target_pairs = {{\[}}[1, 4], [2, 1], [3, 5], [4, 2], [5, 6], [6, 3]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<4x4xf32> -> tensor<16x1xf32>
 // CHECK-NEXT: return %{{.*}} : tensor<16x1xf32>
 func.func @multi_axis_move(%arg0: tensor<16x8xf32>) -> tensor<16x8xf32> {
   %0 = mesh.shard %arg0 to <@mesh, [[0, 1]]> : tensor<16x8xf32>
   %1 = mesh.shard %0 to <@mesh, [[], [0, 1]]> annotate_for_users : tensor<16x8xf32>
   return %1 : tensor<16x8xf32>
+}
+
+// With 2 MiB per device bandwidth dominates: one all_to_all over both axes.
+// CHECK-LABEL: func.func @multi_axis_move_large
+// CHECK-SAME: (%{{.*}}: tensor<512x1024xf32>) -> tensor<4096x128xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0, 1] split_axis = 1 concat_axis = 0 : tensor<512x1024xf32> -> tensor<4096x128xf32>
+// CHECK-NEXT: return %{{.*}} : tensor<4096x128xf32>
+func.func @multi_axis_move_large(%arg0: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
+  %0 = mesh.shard %arg0 to <@mesh, [[0, 1]]> : tensor<4096x1024xf32>
+  %1 = mesh.shard %0 to <@mesh, [[], [0, 1]]> annotate_for_users : tensor<4096x1024xf32>
+  return %1 : tensor<4096x1024xf32>
 }
 
 // CHECK-LABEL: func.func @split_to_both

@@ -52,15 +52,16 @@ func.func @partial_swap(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %1 : tensor<8x16xf32>
 }
 
-// Four steps, the last a permute that fixes the order of the pieces (its input layout the
-// validator finds by search on the refined mesh). Putting the permute second instead costs
-// the same (same pairs, same local size); A* settles on this one of the tied plans.
+// Four steps, the first a permute that reverses the pieces so that they arrive in order (the
+// validator finds its output layout by search on the refined mesh). Putting the permute
+// last instead costs the same (same pairs, same local size); `normal`'s plan, the search's
+// incumbent, is this one of the tied plans.
 // CHECK-LABEL: func.func @flatten
 // CHECK-SAME: (%{{.*}}: tensor<2x8xf32>) -> tensor<16x1xf32>
-// CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [2] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: reshard.collective_permute %{{.*}} on @mesh_2x2x2 source_target_pairs = {{\[}}[1, 4], [3, 6], [4, 1], [6, 3]] : tensor<2x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x8xf32> -> tensor<4x4xf32>
 // CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<4x4xf32> -> tensor<8x2xf32>
-// CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [0] split_axis = 1 concat_axis = 0 : tensor<8x2xf32> -> tensor<16x1xf32>
-// CHECK-NEXT: reshard.collective_permute %{{.*}} on @mesh_2x2x2 source_target_pairs = {{\[}}[1, 4], [3, 6], [4, 1], [6, 3]] : tensor<16x1xf32> -> tensor<16x1xf32>
+// CHECK-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [2] split_axis = 1 concat_axis = 0 : tensor<8x2xf32> -> tensor<16x1xf32>
 // CHECK-NEXT: return
 func.func @flatten(%arg0: tensor<16x8xf32>) -> tensor<16x8xf32> {
   %0 = mesh.shard %arg0 to <@mesh, [[0, 1]]> : tensor<16x8xf32>
