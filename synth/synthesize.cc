@@ -904,11 +904,17 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
   return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
 }
 
-// A permute from `in` to `out` with pairs under `model`, or nothing when no device moves.
-std::optional<Step> PermuteStep(const Mesh& mesh, const DistType& in, const DistType& out,
-                                const CostModel& model) {
+// A permute from `in` to `out` without pairs, or nothing when no device moves. CostUs prices
+// it as MinimalPermute would pair it under the model, which SplitGroups does for those it keeps.
+std::optional<Step> UnpairedPermute(const Mesh& mesh, const DistType& in, const DistType& out) {
   if (internal::MovedDevices(mesh, in, out) == 0) return std::nullopt;
-  return Step{MinimalPermute(mesh, in, out, &model), out};
+  return Step{Collective::Permute({}), out};
+}
+
+// Modeled µs of a minimal permute from `in` to `out` (0 when no device moves).
+double PermuteUs(const Mesh& mesh, const DistType& in, const DistType& out,
+                 const CostModel& model) {
+  return StepUs(mesh, in, Collective::Permute({}), out, model);
 }
 
 // The type before out.back(): the one before it, or `from`.
@@ -926,15 +932,16 @@ void AppendPermute(const Mesh& mesh, const DistType& from, const Step& step,
     return;
   }
   const DistType& base = InputOfLast(from, out);
-  std::optional<Step> merged = PermuteStep(mesh, base, step.type, model);
-  const std::vector<Step> both = {out.back(), step};
-  const double merged_us = merged ? CostUs(mesh, base, {*merged}, model) : 0.0;
-  if (merged_us > CostUs(mesh, base, both, model)) {
+  const DistType& middle = out.back().type;
+  if (PermuteUs(mesh, base, step.type, model) >
+      PermuteUs(mesh, base, middle, model) + PermuteUs(mesh, middle, step.type, model)) {
     out.push_back(step);
     return;
   }
   out.pop_back();
-  if (merged) out.push_back(*std::move(merged));
+  if (std::optional<Step> merged = UnpairedPermute(mesh, base, step.type)) {
+    out.push_back(*std::move(merged));
+  }
 }
 
 // Appends to `out` (which ends at `current`; `out` starts at `from`) the all_to_all `step`
@@ -944,11 +951,11 @@ void AppendPermute(const Mesh& mesh, const DistType& from, const Step& step,
 // appends them to the gaining dimension in reverse; the permute fixes that either first
 // (reversing the pieces in the losing dimension, so that they arrive in order; merged with a
 // permute `out` ends with) or last (merged by SplitGroups with `next`, the step after `step`
-// when it is a permute, and priced so).
-// Every step keeps the local size, so the memory bound holds; bytes grow (each piece's share
-// plus the permute's B) while the alphas drop from k - 1 to the pieces' sum plus one, which
-// wins when latency dominates: an all_to_all over x=8 as three over its prime pieces and a
-// permute, 20 instead of 35 µs under the default model (what `optimal` finds by search).
+// when it is a permute, and priced so). Every step keeps the local size, so the memory bound
+// holds; bytes grow (each piece's share plus the permute's B) while the alphas drop from
+// k - 1 to the pieces' sum plus one, which wins when latency dominates: an all_to_all over
+// x=8 as three over its prime pieces and a permute, 20 instead of 35 µs under the default
+// model (what `optimal` finds by search). Permutes it adds are unpaired (UnpairedPermute).
 void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& current,
                    const Step& step, const Step* next,
                    const std::vector<std::vector<std::string>>& pieces, const CostModel& model,
@@ -957,21 +964,30 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   const int gaining = static_cast<int>(step.op.split_dim);
   const bool after_permute =
       !out.empty() && out.back().op.kind == CollectiveKind::kCollectivePermute;
-  // Candidates start at `base`: before the permute `out` ends with, when there is one.
-  const DistType& base = after_permute ? InputOfLast(from, out) : current;
-  std::vector<Step> prefix;
-  if (after_permute) prefix.push_back(out.back());
-
-  std::vector<Step> best = prefix;
-  best.push_back(step);
-  double best_us = CostUs(mesh, base, best, model);
-  // `adjust`: what the chain changes in the cost of the steps after it.
-  auto consider = [&](std::vector<Step> chain, double adjust = 0) {
-    if (const double us = CostUs(mesh, base, chain, model) + adjust; us < best_us) {
-      best_us = us;
-      best = std::move(chain);
+  const bool before_permute =
+      next != nullptr && next->op.kind == CollectiveKind::kCollectivePermute;
+  const double single_us = model.StepCostUs(mesh, current, step.op);
+  if (!after_permute && !before_permute) {
+    // Without a permute to merge, a chain costs at least its pieces plus one permute at the
+    // fastest link: most all_to_alls (bandwidth-bound) are settled here without building one.
+    const double bytes = static_cast<double>(LocalBytes(mesh, current));
+    const AxisCost fastest = model.Fastest(mesh);
+    double floor_us = fastest.alpha_us + fastest.TransferUs(bytes);
+    for (const std::vector<std::string>& piece : pieces) {
+      floor_us += GroupCollectiveUs(CollectiveKind::kAllToAll,
+                                    static_cast<double>(mesh.GroupSize(piece)),
+                                    model.Group(mesh, piece), bytes);
     }
-  };
+    if (floor_us >= single_us) {
+      out.push_back(step);
+      return;
+    }
+  }
+  // Candidates are priced from `base`, before the permute `out` ends with when there is one.
+  const DistType& base = after_permute ? InputOfLast(from, out) : current;
+  const double prefix_us = after_permute ? PermuteUs(mesh, base, current, model) : 0.0;
+  double best_us = prefix_us + single_us;
+  std::vector<Step> best;  // Empty: keep `step`.
 
   // Permute first: the suffix [P1 .. Pm] of the losing dimension becomes [Pm .. P1].
   DistType reordered = current;
@@ -984,32 +1000,38 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   }
   RESHARD_CHECK(first.current() == step.type)
       << ToString(step.op) << " split ends at " << ToString(first.current());
-  std::vector<Step> chain;
-  if (std::optional<Step> permute = PermuteStep(mesh, base, reordered, model)) {
-    chain.push_back(*std::move(permute));
+  if (const double us = PermuteUs(mesh, base, reordered, model) +
+                        CostUs(mesh, reordered, first.steps(), model);
+      us < best_us) {
+    best_us = us;
+    if (std::optional<Step> permute = UnpairedPermute(mesh, base, reordered)) {
+      best.push_back(*std::move(permute));
+    }
+    best.insert(best.end(), first.steps().begin(), first.steps().end());
   }
-  chain.insert(chain.end(), first.steps().begin(), first.steps().end());
-  consider(std::move(chain));
 
-  // Permute last: the pieces moved minor first arrive as [Pm .. P1].
+  // Permute last: the pieces moved minor first arrive as [Pm .. P1]. With a permute next, the
+  // repair merges into it: one permute from here to next's type instead of next alone.
   StepBuilder last(mesh, current);
   for (size_t p = pieces.size(); p-- > 0;) {
     last.Apply(Collective::AllToAll(pieces[p], losing, gaining));
   }
-  chain = prefix;
-  chain.insert(chain.end(), last.steps().begin(), last.steps().end());
-  double adjust = 0;
-  if (next != nullptr && next->op.kind == CollectiveKind::kCollectivePermute) {
-    // Merged with `next`: one permute from here to next's type instead of next alone.
-    std::optional<Step> merged = PermuteStep(mesh, last.current(), next->type, model);
-    adjust = (merged ? CostUs(mesh, last.current(), {*merged}, model) : 0.0) -
-             CostUs(mesh, step.type, {*next}, model);
+  const double repair_us =
+      before_permute ? PermuteUs(mesh, last.current(), next->type, model) -
+                           PermuteUs(mesh, step.type, next->type, model)
+                     : PermuteUs(mesh, last.current(), step.type, model);
+  if (prefix_us + CostUs(mesh, current, last.steps(), model) + repair_us < best_us) {
+    best = std::move(last.steps());
+    if (after_permute) best.insert(best.begin(), out.back());
+    if (std::optional<Step> permute = UnpairedPermute(mesh, best.back().type, step.type)) {
+      best.push_back(*std::move(permute));
+    }
   }
-  if (std::optional<Step> permute = PermuteStep(mesh, last.current(), step.type, model)) {
-    chain.push_back(*std::move(permute));
-  }
-  consider(std::move(chain), adjust);
 
+  if (best.empty()) {
+    out.push_back(step);
+    return;
+  }
   if (after_permute) out.pop_back();
   for (Step& s : best) out.push_back(std::move(s));
 }
@@ -1116,6 +1138,15 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       out.push_back(step);
     }
     current = step.type;
+  }
+  // Pairs for the permutes the all_to_all chains added or merged.
+  const DistType* in = &from;
+  for (Step& step : out) {
+    if (step.op.kind == CollectiveKind::kCollectivePermute &&
+        step.op.source_target_pairs.empty()) {
+      step.op = MinimalPermute(mesh, *in, step.type, &model);
+    }
+    in = &step.type;
   }
   return out;
 }

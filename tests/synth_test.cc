@@ -798,6 +798,48 @@ TEST(NormalTest, GroupCollectivesBecomeChainsUnderTheTimeObjective) {
   }
 }
 
+// A latency-bound all_to_all over x=8 (7 alphas) moves its prime pieces one at a time (3
+// alphas) after a permute that reverses them, so that they arrive in order (1 alpha): more
+// bytes, less modeled time, the plan `optimal` finds. Under the bytes objective it stays one
+// all_to_all at the lower bound; with 8 MiB per device bandwidth dominates and it stays one
+// under the time objective too.
+TEST(NormalTest, LatencyBoundAllToAllMovesPiecesAndPermutesOnce) {
+  Mesh mesh = M("x=8");
+  const DistType from = T(mesh, "f32[96{x},96]"), to = T(mesh, "f32[96,96{x}]");
+  SynthesisOptions options;
+  absl::StatusOr<Plan> timed = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  std::vector<CollectiveKind> kinds;
+  for (const Step& step : timed->steps) kinds.push_back(step.op.kind);
+  EXPECT_EQ(kinds, (std::vector<CollectiveKind>{
+                       CollectiveKind::kCollectivePermute, CollectiveKind::kAllToAll,
+                       CollectiveKind::kAllToAll, CollectiveKind::kAllToAll}))
+      << Describe(*timed);
+  EXPECT_EQ(timed->metrics.peak_local_bytes, LocalBytes(mesh, from));
+  absl::StatusOr<RunReport> report = RunPlan(*timed);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+
+  options.objective = Objective::kBytes;
+  absl::StatusOr<Plan> bytes = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_EQ(bytes->steps.size(), 1u) << Describe(*bytes);
+  EXPECT_LT(timed->metrics.cost_us, bytes->metrics.cost_us);
+  EXPECT_GT(timed->metrics.bytes_received_total, bytes->metrics.bytes_received_total);
+
+  options.objective = Objective::kModeledTime;
+  options.strategy = Strategy::kOptimal;
+  absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
+  ASSERT_TRUE(optimal.ok()) << optimal.status();
+  EXPECT_NEAR(optimal->metrics.cost_us, timed->metrics.cost_us, 1e-6);
+
+  const DistType large_from = T(mesh, "f32[8192{x},2048]");
+  const DistType large_to = T(mesh, "f32[8192,2048{x}]");
+  absl::StatusOr<Plan> large = Synthesize(mesh, large_from, large_to, {});
+  ASSERT_TRUE(large.ok()) << large.status();
+  EXPECT_EQ(large->steps.size(), 1u) << Describe(*large);
+}
+
 TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
   // Four summands per element: each of the 256 elements needs 3 merging receives, and the
   // plan that reduce_scatters receives exactly that (3/4 of 1 KiB on each of 4 devices),
