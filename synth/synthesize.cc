@@ -1405,14 +1405,20 @@ bool Better(const Metrics& a, const Metrics& b, Objective objective) {
 }
 
 // `plan` (on refinement.mesh()) with SplitGroups applied on the refinement's atoms, when that
-// is better under the objective; else `plan`.
+// is better under the objective; else `plan`. With `rival` (the metrics of a plan the result
+// will compete with under the time objective), a split plan that costs more than the rival
+// is not built (coarsened and checked): `plan`, costlier still, loses to the rival either way.
 Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
-                           const SynthesisOptions& options) {
+                           const SynthesisOptions& options, const Metrics* rival = nullptr) {
   const Mesh& atoms = refinement.refined();
   const DistType from = refinement.Refine(plan.source);
   const std::vector<Step> refined = refinement.Refine(plan.steps);
   std::vector<Step> steps = SplitGroups(atoms, from, refined, options.cost_model);
   if (steps == refined) return plan;
+  if (rival != nullptr &&
+      RoundCostUs(CostUs(atoms, from, steps, options.cost_model)) > rival->cost_us) {
+    return plan;
+  }
   Plan split = plan;
   split.mesh = atoms;
   split.source = from;
@@ -1440,9 +1446,10 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   const bool split_groups =
       options.objective == Objective::kModeledTime &&
       (options.strategy == Strategy::kNormal || options.strategy == Strategy::kOptimal);
-  auto finish = [&](const AxisRefinement& finest, absl::StatusOr<Plan> plan) {
+  auto finish = [&](const AxisRefinement& finest, absl::StatusOr<Plan> plan,
+                    const Metrics* rival = nullptr) {
     if (!plan.ok() || !split_groups) return plan;
-    return absl::StatusOr<Plan>(SplitGroupCollectives(finest, *std::move(plan), options));
+    return absl::StatusOr<Plan>(SplitGroupCollectives(finest, *std::move(plan), options, rival));
   };
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   const bool split = options.sub_axes && SplitsAxes(options.strategy);
@@ -1481,7 +1488,7 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   absl::StatusOr<Plan> finer =
       finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
                                       plan.ok() ? &*plan : nullptr));
-  plan = finish(*fine, std::move(plan));
+  plan = finish(*fine, std::move(plan), finer.ok() ? &finer->metrics : nullptr);
   if (!plan.ok()) return finer.ok() ? finer : plan;
   if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
     finer->strategy = plan->strategy;
