@@ -993,7 +993,9 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   DistType reordered = current;
   std::vector<std::string>& axes = reordered.dims[losing].axes;
   axes.resize(axes.size() - step.op.mesh_axes.size());
-  for (size_t p = pieces.size(); p-- > 0;) axes.insert(axes.end(), pieces[p].begin(), pieces[p].end());
+  for (size_t p = pieces.size(); p-- > 0;) {
+    axes.insert(axes.end(), pieces[p].begin(), pieces[p].end());
+  }
   StepBuilder first(mesh, reordered);
   for (const std::vector<std::string>& piece : pieces) {
     first.Apply(Collective::AllToAll(piece, losing, gaining));
@@ -1051,7 +1053,9 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
 // between the step's input and output, and the alpha terms drop from (k-1) for the group to
 // one per atom, each at its own axis's price instead of the group's slowest. This is the
 // recursive halving/doubling that `optimal` finds by search, e.g. all_gather over x=8 on
-// its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7.
+// its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7. A multi-atom all_to_all becomes
+// one per piece plus an order-repairing permute where that is cheaper (SplitAllToAll; this one
+// receives more bytes), and consecutive permutes merge into one (AppendPermute).
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model) {
   std::vector<Step> out;
