@@ -226,6 +226,34 @@ std::vector<std::string> Substitutions(const Mesh& mesh, const DistType& from, c
   return skip;
 }
 
+// `to` with each new axis n (one `from` neither splits nor sums over) replaced by the first
+// unpaired partial axis p of `from` of the same size that `to` drops (neither keeps partial
+// nor splits), in `to`'s order; nullopt when there is no such pair. A descent placed on it
+// reduce_scatters p where n goes instead of slicing n (and all_reducing p), and the middle's
+// permute lets n take p's place: x=4,y=3,z=3 [768{x},96] partial{y} -> [768{z,x},96] is a
+// reduce_scatter over y onto dimension 0 and one permute, 15.7 instead of 25.4 µs.
+std::optional<DistType> WithPartialSubstitutions(const Mesh& mesh, const DistType& from,
+                                                 const DistType& to) {
+  std::vector<std::string> dropped = ToReduce(mesh, from, to);
+  std::erase_if(dropped, [&](const std::string& p) { return AxisUse(to, p) != kUnused; });
+  DistType substituted = to;
+  bool any = false;
+  for (Dim& dim : substituted.dims) {
+    for (std::string& axis : dim.axes) {
+      if (AxisUse(from, axis) != kUnused) continue;
+      for (std::string& p : dropped) {
+        if (!p.empty() && mesh.AxisSize(p) == mesh.AxisSize(axis)) {
+          axis = std::exchange(p, std::string());
+          any = true;
+          break;
+        }
+      }
+    }
+  }
+  if (!any) return std::nullopt;
+  return substituted;
+}
+
 // The same appends with every all_slice before every reduce_scatter, so reductions act on
 // smaller buffers. This may change a dimension's axis order (the middle then repairs it), so
 // it is one more candidate rather than a rule.
@@ -348,7 +376,8 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
 struct Candidate {
   std::vector<Append> descent;
   DistType y;
-  // Slices after the middle, before the gathers (a middle-first candidate: MiddleFirst).
+  // Slices and scatters after the middle, before the gathers (a middle-first candidate:
+  // MiddleFirst).
   std::vector<Append> late;
   bool prepared = false;
   std::vector<Step> down;
@@ -367,7 +396,11 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
   if (!c.prepared) {
     StepBuilder builder(mesh, from);
     EmitDescent(c.descent, builder);
-    const std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
+    std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
+    std::erase_if(reduce, [&](const std::string& axis) {  // Scattered late instead.
+      return std::any_of(c.late.begin(), c.late.end(),
+                         [&](const Append& a) { return a.scatter && a.axis == axis; });
+    });
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
     c.x = builder.current();
     c.down = std::move(builder.steps());
@@ -511,31 +544,40 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
   return helped;
 }
 
-// The middle first, at `from`'s local size, then slices: when both types sum over the same
-// axes, `to` uses every axis `from` splits, and the axes only `to` uses (N) end their
-// dimensions of `to`, the middle can go from `from` to `to` without N, and slicing N then
-// reaches `to`. Valleys slice first and may need a permute to put N in place, e.g.
-// x=2,y=2: [192,192{x}] -> [192{x,y},192] is all_to_all x then slice y (one exchange),
-// where the valley slices y, permutes and all_to_alls. nullopt when the shape does not fit
-// or nothing is left for the middle to do.
-std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, const DistType& to) {
-  if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
+// The middle first, at `from`'s local size, then slices and scatters: when `to` uses every
+// axis `from` splits, every partial axis of `from` stays partial in `to` or is split by it,
+// and the axes `from` does not split but `to` does (N: new axes, and partial axes to scatter)
+// end their dimensions of `to`, the middle can go from `from` to `to` without N (summing over
+// `from`'s partial axes), and slicing and scattering N then reaches `to`. Valleys slice
+// first and may need a permute to put N in place, e.g. x=2,y=2: [192,192{x}] ->
+// [192{x,y},192] is all_to_all x then slice y (one exchange), where the valley slices y,
+// permutes and all_to_alls; x=4,y=3,z=2: [3072{y},48] partial{z} -> [3072{x},48{y,z}] is
+// all_to_all y, slice x, reduce_scatter z (16.6 instead of 25.9 µs). nullopt when the shape
+// does not fit or nothing is left for the middle to do.
+std::optional<Candidate> MiddleFirst(const DistType& from, const DistType& to) {
   for (const Dim& dim : from.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(to, axis) < 0) return std::nullopt;
     }
   }
+  for (const std::string& axis : from.partial) {
+    if (AxisUse(to, axis) == kUnused) return std::nullopt;  // It would need an all_reduce.
+  }
   Candidate c;
   c.y = to;
+  c.y.partial = from.partial;
   for (int j = 0; j < to.rank(); ++j) {
     std::vector<std::string>& axes = c.y.dims[j].axes;
     size_t first_new = axes.size();
     for (size_t k = 0; k < axes.size(); ++k) {
-      const bool added = AxisUse(from, axes[k]) == kUnused;
+      const int use = AxisUse(from, axes[k]);
+      const bool added = use == kUnused || use == kPartial;
       if (added && first_new == axes.size()) first_new = k;
       if (!added && first_new < axes.size()) return std::nullopt;  // N is not a suffix.
     }
-    for (size_t k = first_new; k < axes.size(); ++k) c.late.push_back(Append{axes[k], j, false});
+    for (size_t k = first_new; k < axes.size(); ++k) {
+      c.late.push_back(Append{axes[k], j, AxisUse(from, axes[k]) == kPartial});
+    }
     axes.resize(first_new);
   }
   if (c.late.empty() || c.y == from) return std::nullopt;
@@ -611,7 +653,27 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
-  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to)) candidates.push_back(*std::move(c));
+  // Descents that scatter a dropped partial axis where a new axis of the same size goes.
+  if (std::optional<DistType> substituted = WithPartialSubstitutions(mesh, from, to)) {
+    for (Placement gather : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
+      std::optional<DistType> y = PlacePreGather(mesh, from, to, gather, {});
+      if (!y) continue;
+      for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
+        std::optional<std::vector<Append>> descent =
+            PlaceDescent(mesh, from, *substituted, placement, *y, {});
+        if (!descent || std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+              return same(c.descent, *descent) && c.y == *y;
+            })) {
+          continue;
+        }
+        Candidate c;
+        c.descent = *std::move(descent);
+        c.y = *y;
+        candidates.push_back(std::move(c));
+      }
+    }
+  }
+  if (std::optional<Candidate> c = MiddleFirst(from, to)) candidates.push_back(*std::move(c));
   // Each candidate again with the helper axes sliced first, when there is a reduction.
   const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
   const size_t plain = candidates.size();

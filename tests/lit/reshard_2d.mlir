@@ -110,11 +110,12 @@ func.func @partial_both(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %1 : tensor<8x16xf32>
 }
 
+// The all_to_all first, still summing over axis 0, then the reduce_scatter onto dimension 0:
+// two exchanges where scattering first needs a permute to put axis 0 ahead of axis 1.
 // CHECK-LABEL: func.func @partial_to_swap
 // CHECK-SAME: (%{{.*}}: tensor<2x16xbf16>) -> tensor<4x4xbf16>
-// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh mesh_axes = [0] scatter_axis = 0 : tensor<2x16xbf16> -> tensor<1x16xbf16>
-// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh source_target_pairs = {{\[}}[1, 2], [2, 4], [3, 6], [4, 1], [5, 3], [6, 5]] : tensor<1x16xbf16> -> tensor<1x16xbf16>
-// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<1x16xbf16> -> tensor<4x4xbf16>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<2x16xbf16> -> tensor<8x4xbf16>
+// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh mesh_axes = [0] scatter_axis = 0 : tensor<8x4xbf16> -> tensor<4x4xbf16>
 // CHECK-NEXT: return %{{.*}} : tensor<4x4xbf16>
 func.func @partial_to_swap(%arg0: tensor<8x16xbf16>) -> tensor<8x16xbf16> {
   %0 = mesh.shard %arg0 to <@mesh, [[1]], partial = sum[0]> : tensor<8x16xbf16>
