@@ -862,6 +862,15 @@ TEST(NormalTest, LatencyBoundAllToAllMovesPiecesAndPermutesOnce) {
   EXPECT_EQ(large->steps.size(), 1u) << Describe(*large);
 }
 
+TEST(NormalTest, SmallAllToAllGathersAPieceMovesTheOtherAndSlices) {
+  // After slicing y, the all_to_all over x=4 (3 alphas) becomes a gather over x:(2)2, an
+  // all_to_all over x:(1)2 at twice the size (the memory bound: the source's local size) and
+  // a slice of x:(2)2 back: 2 alphas, optimal's plan.
+  ExpectNormalPlan("x=4,y=2", "f32[96,96{x}]", "f32[96{y,x},96]",
+                   {CollectiveKind::kAllSlice, CollectiveKind::kAllGather,
+                    CollectiveKind::kAllToAll, CollectiveKind::kAllSlice});
+}
+
 TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
   // Four summands per element: each of the 256 elements needs 3 merging receives, and the
   // plan that reduce_scatters receives exactly that (3/4 of 1 KiB on each of 4 devices),
