@@ -1,10 +1,12 @@
 // gap-survey — how far `normal` is from `optimal` on seeded random cases.
 //
-//   gap-survey [--cases N] [--seed S] [--show K]
+//   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C]
 //
-// Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes of sizes 1, 2, 3, 4, 8 and at most 64
-// devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes), synthesizes
-// each with `normal` and `optimal` under the default model, and prints the geometric mean
+// Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
+// most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
+// synthesizes each with `normal` and `optimal` under the default model, or under C (the
+// `reshard plan --axis-cost` syntax; entries for axes a case's mesh lacks are left out for
+// that case), and prints the geometric mean
 // of cost(normal) / cost(optimal), a histogram of the ratios and the K worst cases. Cases
 // that are invalid, unsynthesizable or of zero cost are skipped (counted). Deterministic:
 // the same arguments print the same report. docs/benchmarks.md, "Gap to optimal on random
@@ -79,7 +81,16 @@ RandomCase Draw(int64_t seed) {
   return c;
 }
 
-int Run(int64_t cases, int64_t seed, int show) {
+// `model` restricted to the axes of `mesh` (CheckCostModel rejects entries for others).
+CostModel OnMesh(const CostModel& model, const Mesh& mesh) {
+  CostModel restricted(model.default_cost());
+  for (const auto& [name, cost] : model.overrides()) {
+    if (mesh.HasAxis(name)) restricted.SetAxis(name, cost);
+  }
+  return restricted;
+}
+
+int Run(int64_t cases, int64_t seed, int show, const CostModel& model) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
   for (int64_t s = seed; s < seed + cases; ++s) {
@@ -96,6 +107,7 @@ int Run(int64_t cases, int64_t seed, int show) {
       continue;
     }
     SynthesisOptions options;
+    options.cost_model = OnMesh(model, *mesh);
     absl::StatusOr<Plan> normal = Synthesize(*mesh, *from, *to, options);
     options.strategy = Strategy::kOptimal;
     options.max_states = 200000;
@@ -143,8 +155,19 @@ int Run(int64_t cases, int64_t seed, int show) {
 int main(int argc, char** argv) {
   int64_t cases = 5000, seed = 0;
   int show = 10;
+  reshard::CostModel model;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
+    if (flag == "--axis-cost") {
+      absl::StatusOr<reshard::CostModel> parsed = reshard::ParseCostModel(argv[i + 1]);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "gap-survey: --axis-cost: %s\n",
+                     std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      model = *std::move(parsed);
+      continue;
+    }
     int64_t value = 0;
     if (!absl::SimpleAtoi(argv[i + 1], &value) || value < 0) {
       std::fprintf(stderr, "gap-survey: %s needs a non-negative integer\n", argv[i]);
@@ -157,13 +180,14 @@ int main(int argc, char** argv) {
     } else if (flag == "--show") {
       show = static_cast<int>(std::min<int64_t>(value, 1000));
     } else {
-      std::fprintf(stderr, "gap-survey: unknown flag %s (--cases, --seed, --show)\n", argv[i]);
+      std::fprintf(stderr, "gap-survey: unknown flag %s (--cases, --seed, --show, --axis-cost)\n",
+                   argv[i]);
       return 2;
     }
   }
   if (argc % 2 == 0) {
-    std::fprintf(stderr, "usage: gap-survey [--cases N] [--seed S] [--show K]\n");
+    std::fprintf(stderr, "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C]\n");
     return 2;
   }
-  return reshard::Run(cases, seed, show);
+  return reshard::Run(cases, seed, show, model);
 }

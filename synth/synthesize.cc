@@ -882,7 +882,11 @@ std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistTyp
 // bound — it moves nothing redundant — and otherwise, with `model`, the valley of least
 // modeled time among the candidates (ties: fewer bytes), which may trade bytes for fewer
 // latency terms, e.g. a permute and a small all_to_all instead of one all_to_all over 256
-// devices.
+// devices. With a `model` whose axes differ in cost, a plan at the byte lower bound is not
+// the answer by itself (it may cross a slow axis that another plan avoids: on x=2,y=1,z=2
+// with x fast and z slow, [96,768{x}] partial{y} -> [96{y,x},768{z}] is 22.9 µs as the
+// lower-bound permute over z, 1.2 µs as an all_to_all over x and a slice): it competes with
+// the time-ranked candidates instead.
 // `incumbent`: a plan within the memory bound to beat (e.g. the whole-axis plan when `mesh` is
 // a refinement); it competes like the candidates and bounds their middle searches from the
 // start, so the result is never worse than it under the objective.
@@ -892,14 +896,18 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
                                               const std::vector<Step>* incumbent = nullptr) {
   if (from == to) return std::vector<Step>{};
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  // Where every axis costs the same, reaching the byte lower bound ends the search (a
+  // heuristic: the chains of SplitGroups still trade bytes for latency afterwards).
+  const bool bytes_decide = model == nullptr || internal::IsUniform(mesh, *model);
+  std::vector<std::vector<Step>> known;
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
-    return *std::move(fast);
+    if (bytes_decide) return *std::move(fast);
+    known.push_back(*std::move(fast));
   }
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
   std::vector<Candidate> candidates = Candidates(mesh, from, to);
-  std::vector<std::vector<Step>> known;
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -917,7 +925,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   }
   absl::StatusOr<std::vector<Step>> bytes = NormalValleys(
       mesh, from, to, nullptr, bounds, classes, candidates, known, bytes_total, bytes_us);
-  if (model == nullptr || !bytes.ok() || bytes_total <= bounds.bytes_total) {
+  if (model == nullptr || !bytes.ok() || (bytes_decide && bytes_total <= bounds.bytes_total)) {
     return bytes;
   }
   absl::StatusOr<std::vector<Step>> timed = NormalValleys(
@@ -1599,8 +1607,10 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
   }
   // `normal` is a heuristic: it synthesizes on the finer mesh only when its plan leaves bytes
   // above the lower bound (no plan receives fewer). `optimal` always searches the finer mesh.
+  // (Under the time objective only where every axis costs the same: see NormalSteps.)
   if (options.strategy != Strategy::kOptimal && plan.ok() &&
-      plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total) {
+      plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total &&
+      (options.objective == Objective::kBytes || internal::IsUniform(mesh, options.cost_model))) {
     return finish(*fine, std::move(plan));
   }
   // Sub-axes can only add options; the finer search wins ties to the plan without them. When
