@@ -901,6 +901,15 @@ TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
                    SkewedModel(), 1.02);
 }
 
+TEST(NormalTest, GatherOverASlowAxisRunsOnABufferSlicedOverAFastOne) {
+  // Bandwidth only (no alphas), z 12x slower than x: slicing x first, gathering z on the
+  // quarter-size buffer and gathering x back moves most bytes over x (optimal's cost).
+  ExpectNormalPlan("x=4,z=4", "f32[48,192{z}]", "f32[48,192]",
+                   {CollectiveKind::kAllSlice, CollectiveKind::kAllGather,
+                    CollectiveKind::kAllGather, CollectiveKind::kAllGather},
+                   *ParseCostModel("x=0:300,z=0:25"));
+}
+
 TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
   // Four summands per element: each of the 256 elements needs 3 merging receives, and the
   // plan that reduce_scatters receives exactly that (3/4 of 1 KiB on each of 4 devices),
