@@ -554,33 +554,59 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
 // permutes and all_to_alls; x=4,y=3,z=2: [3072{y},48] partial{z} -> [3072{x},48{y,z}] is
 // all_to_all y, slice x, reduce_scatter z (16.6 instead of 25.9 µs). nullopt when the shape
 // does not fit or nothing is left for the middle to do.
-std::optional<Candidate> MiddleFirst(const DistType& from, const DistType& to) {
+// With `early`, the axes of N that do not end their dimensions are sliced and scattered
+// before the middle instead (onto the dimension `to` puts them in, when divisible), and the
+// partial axes `to` drops are all_reduced there (Prepare): with x fast and z slow,
+// x=2,y=1,z=2: [96,768{x}] partial{y} -> [96{y,x},768{z}] is reduce_scatter y, all_to_all x,
+// slice z (1.2 µs) where every valley permutes across z (22.9 µs). Only under models whose
+// axes differ: under the default model this form made as many cases worse as better, as
+// candidates are ranked before finish() splits their group collectives.
+std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, const DistType& to,
+                                     bool early) {
   for (const Dim& dim : from.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(to, axis) < 0) return std::nullopt;
     }
   }
   for (const std::string& axis : from.partial) {
-    if (AxisUse(to, axis) == kUnused) return std::nullopt;  // It would need an all_reduce.
+    if (!early && AxisUse(to, axis) == kUnused) return std::nullopt;  // An all_reduce.
   }
+  auto added = [&](const std::string& axis) {
+    const int use = AxisUse(from, axis);
+    return use == kUnused || use == kPartial;
+  };
   Candidate c;
   c.y = to;
-  c.y.partial = from.partial;
+  DistType x = from;  // After the early slices and scatters.
   for (int j = 0; j < to.rank(); ++j) {
     std::vector<std::string>& axes = c.y.dims[j].axes;
-    size_t first_new = axes.size();
-    for (size_t k = 0; k < axes.size(); ++k) {
-      const int use = AxisUse(from, axes[k]);
-      const bool added = use == kUnused || use == kPartial;
-      if (added && first_new == axes.size()) first_new = k;
-      if (!added && first_new < axes.size()) return std::nullopt;  // N is not a suffix.
+    size_t first_late = axes.size();
+    while (first_late > 0 && added(axes[first_late - 1])) --first_late;
+    for (size_t k = 0; k < first_late; ++k) {
+      if (!added(axes[k])) continue;
+      if (!early) return std::nullopt;  // N is not a suffix.
+      const std::optional<int> dim = PickDim(mesh, x, mesh.AxisSize(axes[k]), {j});
+      if (!dim) return std::nullopt;
+      const bool scatter = AxisUse(from, axes[k]) == kPartial;
+      x.dims[*dim].axes.push_back(axes[k]);
+      if (scatter) std::erase(x.partial, axes[k]);
+      c.descent.push_back(Append{axes[k], *dim, scatter});
     }
-    for (size_t k = first_new; k < axes.size(); ++k) {
+    for (size_t k = first_late; k < axes.size(); ++k) {
       c.late.push_back(Append{axes[k], j, AxisUse(from, axes[k]) == kPartial});
     }
-    axes.resize(first_new);
+    axes.resize(first_late);
   }
   if (c.late.empty() || c.y == from) return std::nullopt;
+  // The middle still sums over what `to` keeps partial and what N scatters late, in `from`'s
+  // order.
+  c.y.partial.clear();
+  for (const std::string& axis : from.partial) {
+    const bool scattered_late = std::any_of(c.late.begin(), c.late.end(), [&](const Append& a) {
+      return a.scatter && a.axis == axis;
+    });
+    if (scattered_late || Contains(to.partial, axis)) c.y.partial.push_back(axis);
+  }
   return c;
 }
 
@@ -618,8 +644,9 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set. The same for both passes of NormalSteps.
-std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
+// skip set. The same for both passes of NormalSteps. `early_slices`: MiddleFirst's `early`.
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
+                                  bool early_slices) {
   std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
@@ -673,7 +700,9 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
-  if (std::optional<Candidate> c = MiddleFirst(from, to)) candidates.push_back(*std::move(c));
+  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, early_slices)) {
+    candidates.push_back(*std::move(c));
+  }
   // Each candidate again with the helper axes sliced first, when there is a reduction.
   const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
   const size_t plain = candidates.size();
@@ -961,7 +990,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
-  std::vector<Candidate> candidates = Candidates(mesh, from, to);
+  std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
