@@ -75,20 +75,25 @@ int64_t LocalDimSize(const Mesh& mesh, const Dim& dim) {
 }
 
 // The dimension a group of `size` devices should be appended to: `preferred` dims first (in
-// order), then the others by decreasing local size. nullopt when no dimension's local size is
-// divisible.
+// order), then the others by decreasing local size, never `except`. nullopt when no
+// dimension's local size is divisible.
 std::optional<int> PickDim(const Mesh& mesh, const DistType& type, int64_t size,
-                           const std::vector<int>& preferred) {
+                           const std::vector<int>& preferred, int except = -1) {
   for (int dim : preferred) {
-    if (LocalDimSize(mesh, type.dims[dim]) % size == 0) return dim;
+    if (dim != except && LocalDimSize(mesh, type.dims[dim]) % size == 0) return dim;
   }
   std::optional<int> best;
   for (int dim = 0; dim < type.rank(); ++dim) {
     int64_t local = LocalDimSize(mesh, type.dims[dim]);
-    if (local % size != 0) continue;
+    if (dim == except || local % size != 0) continue;
     if (!best || local > LocalDimSize(mesh, type.dims[*best])) best = dim;
   }
   return best;
+}
+
+// The memory bound of `normal` and `optimal`: max(source, target) local bytes.
+int64_t MemoryBoundBytes(const Mesh& mesh, const DistType& from, const DistType& to) {
+  return std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
 }
 
 // The dimension whose last axis is `axis`, or -1.
@@ -391,16 +396,19 @@ struct Candidate {
   std::vector<double> down_us, up_us;  // StepUs per step; filled in the time pass.
 };
 
+// Whether `late` (Candidate::late) reduce_scatters `axis`.
+bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
+  return std::any_of(late.begin(), late.end(),
+                     [&](const Append& a) { return a.scatter && a.axis == axis; });
+}
+
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
              Candidate& c) {
   if (!c.prepared) {
     StepBuilder builder(mesh, from);
     EmitDescent(c.descent, builder);
     std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
-    std::erase_if(reduce, [&](const std::string& axis) {  // Scattered late instead.
-      return std::any_of(c.late.begin(), c.late.end(),
-                         [&](const Append& a) { return a.scatter && a.axis == axis; });
-    });
+    std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
     c.x = builder.current();
     c.down = std::move(builder.steps());
@@ -577,7 +585,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, con
   };
   Candidate c;
   c.y = to;
-  DistType x = from;  // After the early slices and scatters.
+  std::optional<DistType> x;  // After the early slices and scatters (only `early` has them).
   for (int j = 0; j < to.rank(); ++j) {
     std::vector<std::string>& axes = c.y.dims[j].axes;
     size_t first_late = axes.size();
@@ -585,11 +593,12 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, con
     for (size_t k = 0; k < first_late; ++k) {
       if (!added(axes[k])) continue;
       if (!early) return std::nullopt;  // N is not a suffix.
-      const std::optional<int> dim = PickDim(mesh, x, mesh.AxisSize(axes[k]), {j});
+      if (!x) x = from;
+      const std::optional<int> dim = PickDim(mesh, *x, mesh.AxisSize(axes[k]), {j});
       if (!dim) return std::nullopt;
       const bool scatter = AxisUse(from, axes[k]) == kPartial;
-      x.dims[*dim].axes.push_back(axes[k]);
-      if (scatter) std::erase(x.partial, axes[k]);
+      x->dims[*dim].axes.push_back(axes[k]);
+      if (scatter) std::erase(x->partial, axes[k]);
       c.descent.push_back(Append{axes[k], *dim, scatter});
     }
     for (size_t k = first_late; k < axes.size(); ++k) {
@@ -602,10 +611,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, con
   // order.
   c.y.partial.clear();
   for (const std::string& axis : from.partial) {
-    const bool scattered_late = std::any_of(c.late.begin(), c.late.end(), [&](const Append& a) {
-      return a.scatter && a.axis == axis;
-    });
-    if (scattered_late || Contains(to.partial, axis)) c.y.partial.push_back(axis);
+    if (ScatteredLate(c.late, axis) || Contains(to.partial, axis)) c.y.partial.push_back(axis);
   }
   return c;
 }
@@ -653,6 +659,19 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
     });
   };
+  // Adds (descent, y) unless a candidate has both already.
+  auto add = [&](const std::vector<Append>& descent, const DistType& y) {
+    if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+          return same(c.descent, descent) && c.y == y;
+        })) {
+      return;
+    }
+    Candidate c;
+    c.descent = descent;
+    c.y = y;
+    candidates.push_back(std::move(c));
+  };
+  std::vector<DistType> plain_pre_gathers;  // Those of the empty skip set.
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
   for (const std::vector<std::string>& skip : {std::vector<std::string>{}, substitutions}) {
     std::vector<DistType> pre_gathers;
@@ -668,35 +687,20 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
             PlaceDescent(mesh, from, to, placement, y, skip);
         if (!appends) continue;
         for (const std::vector<Append>& descent : {*appends, SlicesFirst(*appends)}) {
-          if (std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-                return same(c.descent, descent) && c.y == y;
-              })) {
-            Candidate c;
-            c.descent = descent;
-            c.y = y;
-            candidates.push_back(std::move(c));
-          }
+          add(descent, y);
         }
       }
     }
+    if (skip.empty()) plain_pre_gathers = std::move(pre_gathers);
   }
   // Descents that scatter a dropped partial axis where a new axis of the same size goes.
   if (std::optional<DistType> substituted = WithPartialSubstitutions(mesh, from, to)) {
-    for (Placement gather : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
-      std::optional<DistType> y = PlacePreGather(mesh, from, to, gather, {});
-      if (!y) continue;
+    for (const DistType& y : plain_pre_gathers) {
       for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
-        std::optional<std::vector<Append>> descent =
-            PlaceDescent(mesh, from, *substituted, placement, *y, {});
-        if (!descent || std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-              return same(c.descent, *descent) && c.y == *y;
-            })) {
-          continue;
+        if (std::optional<std::vector<Append>> descent =
+                PlaceDescent(mesh, from, *substituted, placement, y, {})) {
+          add(*descent, y);
         }
-        Candidate c;
-        c.descent = *std::move(descent);
-        c.y = *y;
-        candidates.push_back(std::move(c));
       }
     }
   }
@@ -791,7 +795,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
 
   // Divisibility blocked every valley we construct: let the exhaustive search decide.
   SearchOptions options;
-  options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  options.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   options.max_states = kFallbackStates;
   options.max_work = kFallbackWork;
   options.fill_permute_pairs = false;
@@ -895,7 +899,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
 std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
-  const int64_t bound = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  const int64_t bound = MemoryBoundBytes(mesh, from, to);
   std::vector<size_t> keep(from.rank());
   for (int i = 0; i < from.rank(); ++i) {
     const std::vector<std::string>& have = from.dims[i].axes;
@@ -953,12 +957,20 @@ std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistTyp
   bool fell_back = false;
   absl::StatusOr<std::vector<Step>> steps = internal::ShardySteps(mesh, from, to, &fell_back);
   if (!steps.ok() || fell_back || HasSubAxes(mesh, from, *steps)) return std::nullopt;
-  const int64_t bound = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  const int64_t bound = MemoryBoundBytes(mesh, from, to);
   for (const Step& step : *steps) {
     if (LocalBytes(mesh, step.type) > bound) return std::nullopt;
   }
   if (!steps->empty()) steps->back().type = to;  // Partial axes as the caller lists them.
   return *std::move(steps);
+}
+
+// Whether reaching the byte lower bound may end `normal`'s search under `model` (nullptr: the
+// bytes objective): always for bytes, and for time where every axis costs the same (a
+// heuristic: the chains of SplitGroups still trade bytes for latency afterwards). Where axes
+// differ, a lower-bound plan may cross a slow axis another plan avoids.
+bool LowerBoundEndsSearch(const Mesh& mesh, const CostModel* model) {
+  return model == nullptr || internal::IsUniform(mesh, *model);
 }
 
 // `normal`: the byte-optimal valley (the paper's objective) when it reaches the byte lower
@@ -979,9 +991,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
                                               const std::vector<Step>* incumbent = nullptr) {
   if (from == to) return std::vector<Step>{};
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  // Where every axis costs the same, reaching the byte lower bound ends the search (a
-  // heuristic: the chains of SplitGroups still trade bytes for latency afterwards).
-  const bool bytes_decide = model == nullptr || internal::IsUniform(mesh, *model);
+  const bool bytes_decide = LowerBoundEndsSearch(mesh, model);
   std::vector<std::vector<Step>> known;
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
     if (bytes_decide) return *std::move(fast);
@@ -1139,14 +1149,19 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   // dimension, the major ones move as one all_to_all at |S| times the size, and S is sliced
   // onto the gaining dimension, where it then follows them: (|S| - 1) + (|P| - 1) alphas
   // instead of |S||P| - 1, within the memory bound. Priced without building types.
+  // The atoms of pieces [0, t) and of pieces [t, m).
+  auto split_at = [&](size_t t) {
+    std::pair<std::vector<std::string>, std::vector<std::string>> parts;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      std::vector<std::string>& part = p < t ? parts.first : parts.second;
+      part.insert(part.end(), pieces[p].begin(), pieces[p].end());
+    }
+    return parts;
+  };
   double gather_us = std::numeric_limits<double>::infinity();
   size_t gather_split = 0;
   for (size_t t = 1; t < pieces.size(); ++t) {
-    std::vector<std::string> major, minor;
-    for (size_t p = 0; p < pieces.size(); ++p) {
-      std::vector<std::string>& part = p < t ? major : minor;
-      part.insert(part.end(), pieces[p].begin(), pieces[p].end());
-    }
+    const auto [major, minor] = split_at(t);
     const int64_t widened = local_bytes * mesh.GroupSize(minor);
     if (widened > max_local_bytes) continue;
     const double us = group_us(CollectiveKind::kAllGather, minor, bytes) +
@@ -1181,11 +1196,7 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   double best_us = prefix_us + single_us;
   std::vector<Step> best;  // Empty: keep `step`.
   if (gather_us < single_us) {
-    std::vector<std::string> major, minor;
-    for (size_t p = 0; p < pieces.size(); ++p) {
-      std::vector<std::string>& part = p < gather_split ? major : minor;
-      part.insert(part.end(), pieces[p].begin(), pieces[p].end());
-    }
+    const auto [major, minor] = split_at(gather_split);
     StepBuilder chain(mesh, current);
     chain.Apply(Collective::AllGather(minor, losing));
     chain.Apply(Collective::AllToAll(major, losing, gaining));
@@ -1267,55 +1278,49 @@ std::optional<std::vector<Step>> WithGatherHelpers(const Mesh& mesh, const DistT
                                                    const std::vector<Step>& gathers,
                                                    const CostModel& model) {
   const int gather_dim = static_cast<int>(gathers.front().op.dim);
-  std::vector<std::string> unused;
+  std::vector<std::string> unused;  // In mesh order.
   for (const MeshAxis& axis : mesh.axes()) {
     if (axis.size > 1 && AxisUse(in, axis.name) == kUnused) unused.push_back(axis.name);
   }
-  // The chain with helpers `helpers` (in mesh order), or nullopt when no dimension but the
-  // gathers' takes their group.
-  auto build = [&](const std::vector<std::string>& helpers) -> std::optional<std::vector<Step>> {
-    const int64_t size = mesh.GroupSize(helpers);
-    int dim = -1;  // The largest other dimension the helpers divide.
-    for (int d = 0; d < in.rank(); ++d) {
-      const int64_t local = LocalDimSize(mesh, in.dims[d]);
-      if (d != gather_dim && local % size == 0 &&
-          (dim < 0 || local > LocalDimSize(mesh, in.dims[dim]))) {
-        dim = d;
-      }
+  // The chain with the helpers `chosen` marks in `unused`, or nullopt when no dimension but
+  // the gathers' takes their group.
+  auto build = [&](const std::vector<bool>& chosen) -> std::optional<std::vector<Step>> {
+    std::vector<std::string> helpers;
+    for (size_t u = 0; u < unused.size(); ++u) {
+      if (chosen[u]) helpers.push_back(unused[u]);
     }
-    if (dim < 0) return std::nullopt;
+    const std::optional<int> dim = PickDim(mesh, in, mesh.GroupSize(helpers), {}, gather_dim);
+    if (!dim) return std::nullopt;
     StepBuilder chain(mesh, in);
-    chain.Apply(Collective::AllSlice(helpers, dim));
+    chain.Apply(Collective::AllSlice(helpers, *dim));
     for (const Step& gather : gathers) chain.Apply(gather.op);
-    for (size_t h = helpers.size(); h-- > 0;) chain.Apply(Collective::AllGather({helpers[h]}, dim));
+    for (size_t h = helpers.size(); h-- > 0;) {
+      chain.Apply(Collective::AllGather({helpers[h]}, *dim));
+    }
     RESHARD_CHECK(chain.current() == gathers.back().type)
         << "gathers with helpers end at " << ToString(chain.current());
     return std::move(chain.steps());
   };
   double best_us = CostUs(mesh, in, gathers, model);
   std::optional<std::vector<Step>> best;
-  std::vector<std::string> helpers;
+  std::vector<bool> chosen(unused.size(), false);
   for (bool grew = true; grew;) {
     grew = false;
-    std::vector<std::string> best_helpers;
-    for (const std::string& atom : unused) {
-      if (Contains(helpers, atom)) continue;
-      std::vector<std::string> tried = helpers;
-      tried.insert(std::upper_bound(tried.begin(), tried.end(), atom,
-                                    [&](const std::string& a, const std::string& b) {
-                                      return mesh.AxisIndex(a) < mesh.AxisIndex(b);
-                                    }),
-                   atom);
-      std::optional<std::vector<Step>> chain = build(tried);
+    size_t best_added = 0;
+    for (size_t u = 0; u < unused.size(); ++u) {
+      if (chosen[u]) continue;
+      chosen[u] = true;
+      std::optional<std::vector<Step>> chain = build(chosen);
+      chosen[u] = false;
       if (!chain) continue;
       if (const double us = CostUs(mesh, in, *chain, model); us < best_us) {
         best_us = us;
         best = std::move(chain);
-        best_helpers = std::move(tried);
+        best_added = u;
         grew = true;
       }
     }
-    if (grew) helpers = std::move(best_helpers);
+    if (grew) chosen[best_added] = true;
   }
   return best;
 }
@@ -1344,13 +1349,14 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   DistType current = from;
   // The memory bound of the plans it splits (normal's and optimal's).
   const int64_t max_local_bytes =
-      std::max(LocalBytes(mesh, from), steps.empty() ? 0 : LocalBytes(mesh, steps.back().type));
+      steps.empty() ? LocalBytes(mesh, from) : MemoryBoundBytes(mesh, from, steps.back().type);
   // Appends gathers from `current`, on a helper's smaller buffer where that is cheaper (never
   // under a uniform model: WithGatherHelpers).
   const bool uniform = internal::IsUniform(mesh, model);
   auto append_gathers = [&](std::vector<Step> gathers) {
     if (!uniform) {
-      if (std::optional<std::vector<Step>> helped = WithGatherHelpers(mesh, current, gathers, model)) {
+      if (std::optional<std::vector<Step>> helped =
+              WithGatherHelpers(mesh, current, gathers, model)) {
         gathers = *std::move(helped);
       }
     }
@@ -1469,7 +1475,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
                                                const std::vector<Step>* incumbent) {
   if (from == to) return std::vector<Step>{};
   SearchOptions search;
-  search.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  search.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   search.max_states = options.max_states;
   search.max_work = kOptimalWork;
   search.fill_permute_pairs = false;
@@ -1673,7 +1679,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   CheckOrDie(plan, "synthesized an ill-typed plan");
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
-                  std::max(LocalBytes(mesh, from), LocalBytes(mesh, to)))
+                  MemoryBoundBytes(mesh, from, to))
         << StrategyName(options.strategy) << " plan exceeds the memory bound";
   }
   return plan;
@@ -1779,11 +1785,11 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     return finish(*coarse, std::move(plan));
   }
   // `normal` is a heuristic: it synthesizes on the finer mesh only when its plan leaves bytes
-  // above the lower bound (no plan receives fewer). `optimal` always searches the finer mesh.
-  // (Under the time objective only where every axis costs the same: see NormalSteps.)
+  // above the lower bound (no plan receives fewer), where that ends its search
+  // (LowerBoundEndsSearch). `optimal` always searches the finer mesh.
   if (options.strategy != Strategy::kOptimal && plan.ok() &&
       plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total &&
-      (options.objective == Objective::kBytes || internal::IsUniform(mesh, options.cost_model))) {
+      LowerBoundEndsSearch(mesh, TimeModel(options))) {
     return finish(*fine, std::move(plan));
   }
   // Sub-axes can only add options; the finer search wins ties to the plan without them. When
