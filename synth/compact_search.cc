@@ -479,6 +479,9 @@ class Compact {
   // per-device maximum of lacking target elements and (with `need_total`) their sum in bytes.
   MiddleCache::Impl::Walk Walk(const CType& type, const int64_t* from_local,
                                bool need_total) const {
+    if (!need_total) {
+      if (std::optional<int64_t> worst = NestedWorst(type, from_local)) return {*worst, -1};
+    }
     int slot_from[kMaxAxes], slot_to[kMaxAxes];
     int64_t w_from[kMaxAxes], w_to[kMaxAxes];
     for (int a = 0; a < num_axes_; ++a) {
@@ -524,6 +527,46 @@ class Compact {
       }
     }
     return {worst, need_total ? SaturatedInt64(total * element_bytes_) : -1};
+  }
+
+  // Walk's maximum without the walk, where each dimension's local sizes divide one another
+  // and its blocks' alignment shows in the axes (nullopt otherwise: walk). Then a device's
+  // current and target blocks in dimension i either nest or are disjoint, so it holds either
+  // prod_i min(from_local, to_local) target elements or none, and it holds none exactly when in
+  // some dimension the blocks fall into different chunks of L = max(from_local, to_local)
+  // elements. Each side's chunk index is the mixed-radix number of the major axes of that
+  // dimension whose sizes multiply to size / L (when such a prefix exists; size-1 axes aside),
+  // and two such numbers over independent coordinates agree on every device exactly when the
+  // prefixes are the same axes in the same order. So one comparison per axis slot replaces the
+  // pass over the devices.
+  std::optional<int64_t> NestedWorst(const CType& type, const int64_t* from_local) const {
+    // The axes of c's dimension i, size-1 axes aside, up to a product of `chunks`; false when
+    // no prefix has exactly that product.
+    auto prefix = [&](const CType& c, int i, int64_t chunks, uint8_t* axes, int* count) {
+      int64_t product = 1;
+      *count = 0;
+      for (int s = c.begin(i); s < c.end[i] && product < chunks; ++s) {
+        if (size_[c.ax[s]] == 1) continue;
+        axes[(*count)++] = c.ax[s];
+        product *= size_[c.ax[s]];
+      }
+      return product == chunks;
+    };
+    int64_t held = 1;
+    bool apart = false;
+    for (int i = 0; i < rank_; ++i) {
+      const int64_t a = from_local[i], b = to_local_[i];
+      if (a % b != 0 && b % a != 0) return std::nullopt;
+      held *= std::min(a, b);
+      const int64_t chunks = dim_size_[i] / std::max(a, b);
+      uint8_t mine[kMaxNibbles], target[kMaxNibbles];
+      int m = 0, t = 0;
+      if (!prefix(type, i, chunks, mine, &m) || !prefix(to_, i, chunks, target, &t)) {
+        return std::nullopt;
+      }
+      apart = apart || !std::equal(mine, mine + m, target, target + t);
+    }
+    return apart ? target_elements_ : target_elements_ - held;
   }
 
   // Searcher::WithinBounds.
