@@ -401,11 +401,111 @@ class Compact {
     return holders;
   }
 
-  // The exact price of a permute (non-uniform models): MinimalPermute's pairs.
+  // The exact price of a permute (non-uniform models): StepCostUs of MinimalPermute's pairs,
+  // computed without building them. That price is alpha + bytes over the bandwidth of the
+  // elementwise slowest link of the pairs (Slower is a max and a min, so the order of the pairs
+  // does not matter), and a pair's link is the slowest of the axes in which its devices differ:
+  // so it is that of the union of those axes over the pairs. The pairs are MinimalPermute's:
+  // the devices whose placement key changes, grouped by the key they hold and the key they
+  // need (each in id order); within a group of 2..kGreedyPairingLimit holders each needer, in
+  // id order, takes the remaining holder behind the cheapest link (smaller alpha, larger
+  // bandwidth, fewer differing axes, then first in id order), otherwise holders and needers
+  // pair in id order. Placement keys here are KeyWeights' (same grouping as KeyRoles').
   double PermuteUs(const CType& in, const CType& out) const {
-    const DistType a = Decode(in);
-    return options_.cost_model->StepCostUs(
-        mesh_, a, MinimalPermute(mesh_, a, Decode(out), options_.cost_model));
+    int64_t w_in[kMaxAxes], w_out[kMaxAxes];
+    KeyWeights(in, w_in);
+    KeyWeights(out, w_out);
+    PermuteScratch& x = scratch_;
+    x.have.clear();
+    x.need.clear();
+    x.coords.clear();
+    int64_t coord[kMaxAxes] = {};
+    int64_t key_in = 0, key_out = 0, max_in = 0, max_out = 0;
+    for (int a = 0; a < num_axes_; ++a) {
+      max_in += (size_[a] - 1) * w_in[a];
+      max_out += (size_[a] - 1) * w_out[a];
+    }
+    const int64_t num_keys = std::max(max_in, max_out) + 1;  // Equal: the same radices.
+    // The changed devices in id order: keys and coordinates.
+    for (int64_t d = 0; d < n_; ++d) {
+      if (key_in != key_out) {
+        x.have.push_back(key_in);
+        x.need.push_back(key_out);
+        x.coords.insert(x.coords.end(), coord, coord + num_axes_);
+      }
+      for (int a = num_axes_ - 1; a >= 0; --a) {
+        if (++coord[a] < size_[a]) {
+          key_in += w_in[a];
+          key_out += w_out[a];
+          break;
+        }
+        coord[a] = 0;
+        key_in -= w_in[a] * (size_[a] - 1);
+        key_out -= w_out[a] * (size_[a] - 1);
+      }
+    }
+    const size_t changed = x.have.size();
+    if (changed == 0) return 0;
+    // Counting sort by key, stable: each key's holders and needers in id order.
+    x.hold_start.assign(num_keys + 1, 0);
+    x.need_start.assign(num_keys + 1, 0);
+    for (size_t i = 0; i < changed; ++i) {
+      ++x.hold_start[x.have[i] + 1];
+      ++x.need_start[x.need[i] + 1];
+    }
+    for (int64_t key = 0; key < num_keys; ++key) {
+      x.hold_start[key + 1] += x.hold_start[key];
+      x.need_start[key + 1] += x.need_start[key];
+    }
+    x.holders.resize(changed);
+    x.needers.resize(changed);
+    for (size_t i = changed; i-- > 0;) {  // Backwards, filling each bucket from its end.
+      x.holders[--x.hold_start[x.have[i] + 1]] = static_cast<int64_t>(i);
+      x.needers[--x.need_start[x.need[i] + 1]] = static_cast<int64_t>(i);
+    }
+    auto at = [&](int64_t i) { return &x.coords[i * num_axes_]; };
+    auto differing = [&](const int64_t* c, const int64_t* t) {
+      uint32_t mask = 0;
+      for (int a = 0; a < num_axes_; ++a) {
+        if (c[a] != t[a]) mask |= 1u << a;
+      }
+      return mask;
+    };
+    uint32_t crossed = 0;  // Axes some pair differs in.
+    for (int64_t key = 0; key < num_keys; ++key) {
+      // After the fill, bucket `key` starts at start[key + 1] and ends at start[key + 2].
+      const size_t h0 = x.hold_start[key + 1];
+      const size_t h1 = key + 2 <= num_keys ? x.hold_start[key + 2] : changed;
+      const size_t n0 = x.need_start[key + 1];
+      const size_t n1 = key + 2 <= num_keys ? x.need_start[key + 2] : changed;
+      RESHARD_CHECK(h1 - h0 == n1 - n0) << "unbalanced permute";
+      const size_t count = h1 - h0;
+      if (count == 0) continue;
+      if (count == 1 || count > kGreedyPairingLimit) {
+        for (size_t i = 0; i < count; ++i) {
+          crossed |= differing(at(x.holders[h0 + i]), at(x.needers[n0 + i]));
+        }
+        continue;
+      }
+      x.sources.assign(x.holders.begin() + static_cast<std::ptrdiff_t>(h0),
+                       x.holders.begin() + static_cast<std::ptrdiff_t>(h1));
+      for (size_t j = n0; j < n1; ++j) {
+        const int64_t* target = at(x.needers[j]);
+        const size_t best = CheapestSource(x.sources, x.coords.data(), target, num_axes_,
+                                           axis_cost_, options_.cost_model->default_cost());
+        crossed |= differing(at(x.sources[best]), target);
+        x.sources.erase(x.sources.begin() + static_cast<std::ptrdiff_t>(best));
+      }
+    }
+    AxisCost slowest;
+    bool any = false;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (!(crossed & (1u << a))) continue;
+      slowest = any ? Slower(slowest, axis_cost_[a]) : axis_cost_[a];
+      any = true;
+    }
+    const double bytes = static_cast<double>(LocalBytes(in));
+    return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -646,6 +746,11 @@ class Compact {
   AxisCost fastest_;
   bool uniform_ = true;
   AxisCost axis_cost_[kMaxAxes];
+  // PermuteUs's buffers, kept across calls.
+  struct PermuteScratch {
+    std::vector<int64_t> have, need, coords, hold_start, need_start, holders, needers, sources;
+  };
+  mutable PermuteScratch scratch_;
   // As Searcher's: permute edges relaxed per class only from its members of least time.
   bool once_per_class_ = false;
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, double> permuted_at_;

@@ -30,9 +30,6 @@ namespace {
 // Below this device count MovedDevices simply walks the devices (cheaper than the count's
 // hash map for small meshes).
 constexpr int64_t kWalkDevices = 4096;
-// A placement held by more devices than this is paired in id order rather than by the
-// quadratic cheapest-link greedy of MinimalPermute (bounds its work on large meshes).
-constexpr size_t kGreedyPairingLimit = 64;
 
 bool Contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
@@ -380,6 +377,32 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
   return LowerBoundsTo(mesh, to)(from);
 }
 
+size_t CheapestSource(absl::Span<const int64_t> sources, const int64_t* coords,
+                      const int64_t* target, int k, const AxisCost* axis_cost,
+                      AxisCost fallback) {
+  auto rank = [&](int64_t source) {
+    const int64_t* c = &coords[source * k];
+    AxisCost link = fallback;  // CostModel::Between's value for a == b.
+    int differing = 0;
+    for (int a = 0; a < k; ++a) {
+      if (c[a] == target[a]) continue;
+      link = differing == 0 ? axis_cost[a] : Slower(link, axis_cost[a]);
+      ++differing;
+    }
+    return std::make_tuple(link.alpha_us, -link.gbps, differing);
+  };
+  size_t best = 0;
+  auto best_rank = rank(sources[0]);
+  for (size_t i = 1; i < sources.size(); ++i) {
+    auto r = rank(sources[i]);
+    if (r < best_rank) {
+      best = i;
+      best_rank = r;
+    }
+  }
+  return best;
+}
+
 int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                      int64_t pending) {
   RESHARD_CHECK(from_local.size() == to_local.size()) << "types of different rank";
@@ -529,32 +552,11 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
       }
       continue;
     }
-    // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link
-    // (smaller alpha, then larger bandwidth, then fewer differing axes, then lower id). The
-    // link is CostModel::Between's: the slowest of the axes in which the two devices differ.
+    // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link.
     sources.assign(holders.begin() + h0, holders.begin() + h1);
     for (int64_t j = n0; j < n1; ++j) {
-      const int64_t* target = &coords[needers[j] * k];
-      auto rank = [&](int64_t source) {
-        const int64_t* c = &coords[source * k];
-        AxisCost link = cost_model->default_cost();  // Between's value for a == b.
-        int differing = 0;
-        for (int a = 0; a < k; ++a) {
-          if (c[a] == target[a]) continue;
-          link = differing == 0 ? axis_cost[a] : Slower(link, axis_cost[a]);
-          ++differing;
-        }
-        return std::make_tuple(link.alpha_us, -link.gbps, differing);
-      };
-      size_t best = 0;
-      auto best_rank = rank(sources[0]);
-      for (size_t i = 1; i < sources.size(); ++i) {
-        auto r = rank(sources[i]);
-        if (r < best_rank) {
-          best = i;
-          best_rank = r;
-        }
-      }
+      const size_t best = internal::CheapestSource(sources, coords.data(), &coords[needers[j] * k],
+                                                   k, axis_cost.data(), cost_model->default_cost());
       pairs.emplace_back(changed[sources[best]], changed[needers[j]]);
       sources.erase(sources.begin() + best);
     }

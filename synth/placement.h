@@ -84,6 +84,19 @@ int64_t MovedDevicesFromRoles(const Mesh& mesh, const std::vector<AxisRole>& key
 int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in,
                                 absl::Span<const int64_t> w_out, int64_t* work = nullptr);
 
+// A placement held by more devices than this is paired in id order rather than by the
+// quadratic cheapest-link greedy of MinimalPermute (bounds its work on large meshes).
+inline constexpr size_t kGreedyPairingLimit = 64;
+// One step of MinimalPermute's greedy under a cost model: the position in `sources` (rows of
+// `coords`, k coordinates per device; the remaining holders of one placement, in id order) of
+// the holder that the device with coordinates `target` takes: the one behind the cheapest
+// link (smaller alpha, then larger bandwidth, then fewer differing axes, then the first). A
+// link costs the slowest of the axes in which the two devices differ (CostModel::Between;
+// `axis_cost` per mesh axis, `fallback` the model's default). `sources` is not empty.
+size_t CheapestSource(absl::Span<const int64_t> sources, const int64_t* coords,
+                      const int64_t* target, int k, const AxisCost* axis_cost,
+                      AxisCost fallback);
+
 // The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
 // lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.
 struct LowerBounds {
