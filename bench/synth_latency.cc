@@ -7,6 +7,7 @@
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls, and
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls.
+// BM_PercentilesSkewed/<strategy>/<axes>: the same under a heterogeneous model (SkewedModel).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -60,16 +61,29 @@ void BM_Case(benchmark::State& state) {
   }
 }
 
+// A fast, a medium and a slow axis, by position (the fourth as slow as the third): the model of
+// gap-survey --axis-cost 'x=1:300,y=5:100,z=20:25' (docs/benchmarks.md), on any axis names.
+CostModel SkewedModel(const Mesh& mesh) {
+  const AxisCost costs[] = {{1, 300}, {5, 100}, {20, 25}};
+  CostModel model;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    model.SetAxis(mesh.axes()[a].name, costs[std::min(a, 2)]);
+  }
+  return model;
+}
+
 void BM_Percentiles(benchmark::State& state) {
   SynthesisOptions options;
   options.strategy = static_cast<Strategy>(state.range(0));
   const int axes = static_cast<int>(state.range(1));
+  const bool skewed = state.range(2) != 0;
   std::vector<double> samples;
   std::vector<double> fastest;  // Per case, its fastest call.
   for (auto _ : state) {
     size_t k = 0;
     for (const Case& c : Cases()) {
       if (axes != 0 && c.mesh.num_axes() != axes) continue;
+      if (skewed) options.cost_model = SkewedModel(c.mesh);
       auto start = std::chrono::steady_clock::now();
       absl::StatusOr<Plan> plan = Synthesize(c.mesh, c.from, c.to, options);
       auto end = std::chrono::steady_clock::now();
@@ -154,15 +168,17 @@ void Register() {
           ->Args({static_cast<int>(s), n})
           ->Unit(s == Strategy::kNormal ? benchmark::kMicrosecond : benchmark::kMillisecond);
     }
-    for (int axes : {0, 1, 2, 3, 4}) {
-      benchmark::RegisterBenchmark(
-          (std::string("BM_Percentiles/") + std::string(StrategyName(s)) + "/" +
-           std::to_string(axes))
-              .c_str(),
-          BM_Percentiles)
-          ->Args({static_cast<int>(s), axes})
-          ->Unit(benchmark::kMillisecond)
-          ->Iterations(s == Strategy::kNormal ? 200 : 3);
+    for (bool skewed : {false, true}) {
+      for (int axes : {0, 1, 2, 3, 4}) {
+        benchmark::RegisterBenchmark(
+            (std::string(skewed ? "BM_PercentilesSkewed/" : "BM_Percentiles/") +
+             std::string(StrategyName(s)) + "/" + std::to_string(axes))
+                .c_str(),
+            BM_Percentiles)
+            ->Args({static_cast<int>(s), axes, skewed})
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(s == Strategy::kNormal ? (skewed ? 20 : 200) : (skewed ? 1 : 3));
+      }
     }
   }
 }

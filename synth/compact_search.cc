@@ -412,6 +412,7 @@ class Compact {
   // bandwidth, fewer differing axes, then first in id order), otherwise holders and needers
   // pair in id order. Placement keys here are KeyWeights' (same grouping as KeyRoles').
   double PermuteUs(const CType& in, const CType& out) const {
+    if (Holders(in) == 1) return PriceCrossed(SinglyHeldCrossed(in, out), in);
     int64_t w_in[kMaxAxes], w_out[kMaxAxes];
     KeyWeights(in, w_in);
     KeyWeights(out, w_out);
@@ -497,6 +498,11 @@ class Compact {
         x.sources.erase(x.sources.begin() + static_cast<std::ptrdiff_t>(best));
       }
     }
+    return PriceCrossed(crossed, in);
+  }
+
+  // PermuteUs's price of pairs that cross the axes in `crossed`, moving in's local bytes.
+  double PriceCrossed(uint32_t crossed, const CType& in) const {
     AxisCost slowest;
     bool any = false;
     for (int a = 0; a < num_axes_; ++a) {
@@ -506,6 +512,68 @@ class Compact {
     }
     const double bytes = static_cast<double>(LocalBytes(in));
     return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
+  }
+
+  // PermuteUs's crossed axes when every placement of `in` is held by one device (Holders 1):
+  // then each key has at most one changed holder, every device that changes takes the one
+  // device holding its new key, and no greedy runs. The devices' coordinates and the holder of
+  // each key are kept from the previous call with the same `in` (a search prices the members
+  // of one state's permute class one after another), and the walk stops once every axis that
+  // can differ is crossed.
+  uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
+    PermuteScratch& x = scratch_;
+    const uint64_t in_key = in.DimsKey();
+    if (!x.in_valid || x.in_key != in_key || x.in_partial != in.partial) {
+      int64_t w_in[kMaxAxes];
+      KeyWeights(in, w_in);
+      x.device_coords.resize(static_cast<size_t>(n_) * num_axes_);
+      x.holder_of.assign(n_, -1);
+      int64_t coord[kMaxAxes] = {};
+      int64_t key = 0;
+      for (int64_t d = 0; d < n_; ++d) {
+        std::copy(coord, coord + num_axes_, &x.device_coords[d * num_axes_]);
+        RESHARD_CHECK(key < n_ && x.holder_of[key] < 0) << "placement held twice";
+        x.holder_of[key] = d;
+        for (int a = num_axes_ - 1; a >= 0; --a) {
+          if (++coord[a] < size_[a]) {
+            key += w_in[a];
+            break;
+          }
+          coord[a] = 0;
+          key -= w_in[a] * (size_[a] - 1);
+        }
+      }
+      x.in_key = in_key;
+      x.in_partial = in.partial;
+      x.in_valid = true;
+    }
+    int64_t w_out[kMaxAxes];
+    KeyWeights(out, w_out);
+    uint32_t possible = 0;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (size_[a] > 1) possible |= 1u << a;
+    }
+    uint32_t crossed = 0;
+    int64_t coord[kMaxAxes] = {};
+    int64_t key = 0;
+    for (int64_t d = 0; d < n_ && crossed != possible; ++d) {
+      const int64_t h = x.holder_of[key];
+      if (h != d) {
+        const int64_t* c = &x.device_coords[h * num_axes_];
+        for (int a = 0; a < num_axes_; ++a) {
+          if (c[a] != coord[a]) crossed |= 1u << a;
+        }
+      }
+      for (int a = num_axes_ - 1; a >= 0; --a) {
+        if (++coord[a] < size_[a]) {
+          key += w_out[a];
+          break;
+        }
+        coord[a] = 0;
+        key -= w_out[a] * (size_[a] - 1);
+      }
+    }
+    return crossed;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -749,6 +817,12 @@ class Compact {
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
     std::vector<int64_t> have, need, coords, hold_start, need_start, holders, needers, sources;
+    // SinglyHeldCrossed's: the input type they describe, every device's coordinates (k per
+    // device, in id order) and the device holding each key.
+    bool in_valid = false;
+    uint64_t in_key = 0;
+    uint32_t in_partial = 0;
+    std::vector<int64_t> device_coords, holder_of;
   };
   mutable PermuteScratch scratch_;
   // As Searcher's: permute edges relaxed per class only from its members of least time.
