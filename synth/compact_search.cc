@@ -408,15 +408,63 @@ class Compact {
   // so it is that of the union of those axes over the pairs. The pairs are MinimalPermute's:
   // the devices whose placement key changes, grouped by the key they hold and the key they
   // need (each in id order); within a group of 2..kGreedyPairingLimit holders each needer, in
-  // id order, takes the remaining holder behind the cheapest link (smaller alpha, larger
-  // bandwidth, fewer differing axes, then first in id order), otherwise holders and needers
-  // pair in id order. Placement keys here are KeyWeights' (same grouping as KeyRoles').
+  // id order, takes the remaining holder behind the cheapest link (CheapestSource), otherwise
+  // holders and needers pair in id order. Placement keys here are KeyWeights' (the same
+  // grouping as KeyRoles'). Which axes two devices differ in is read off their packed
+  // coordinates (DeviceCodes): the fields of the OR of the codes' XORs that are not zero.
   double PermuteUs(const CType& in, const CType& out) const {
-    if (Holders(in) == 1) return PriceCrossed(SinglyHeldCrossed(in, out), in);
+    DeviceCodes();
+    const PermuteScratch& x = scratch_;
+    const uint64_t acc = Holders(in) == 1 ? SinglyHeldDiffs(in, out) : PairedDiffs(in, out);
+    AxisCost slowest;
+    bool any = false;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (!(acc & x.field[a])) continue;
+      slowest = any ? Slower(slowest, axis_cost_[a]) : axis_cost_[a];
+      any = true;
+    }
+    const double bytes = static_cast<double>(LocalBytes(in));
+    return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
+  }
+
+  // Every device's coordinates packed into one word, axis a in the bits of field[a]
+  // (bit_width(size - 1) bits each: at most 20 + 15 bits, as the device count is at most 2^20),
+  // built on first use.
+  void DeviceCodes() const {
+    PermuteScratch& x = scratch_;
+    if (!x.codes.empty() || n_ == 0) return;
+    int shift[kMaxAxes];
+    int bits = 0;
+    for (int a = num_axes_ - 1; a >= 0; --a) {
+      shift[a] = bits;
+      const int width = std::bit_width(static_cast<uint64_t>(size_[a] - 1));
+      x.field[a] = ((uint64_t{1} << width) - 1) << bits;
+      bits += width;
+    }
+    RESHARD_CHECK(bits <= 64) << "device coordinates do not pack into 64 bits";
+    x.codes.resize(n_);
+    int64_t coord[kMaxAxes] = {};
+    uint64_t code = 0;
+    for (int64_t d = 0; d < n_; ++d) {
+      x.codes[d] = code;
+      for (int a = num_axes_ - 1; a >= 0; --a) {
+        if (++coord[a] < size_[a]) {
+          code += uint64_t{1} << shift[a];
+          break;
+        }
+        coord[a] = 0;
+        code &= ~x.field[a];
+      }
+    }
+  }
+
+  // The OR of the code XORs of MinimalPermute's pairs, for any input.
+  uint64_t PairedDiffs(const CType& in, const CType& out) const {
     int64_t w_in[kMaxAxes], w_out[kMaxAxes];
     KeyWeights(in, w_in);
     KeyWeights(out, w_out);
     PermuteScratch& x = scratch_;
+    x.changed.clear();
     x.have.clear();
     x.need.clear();
     x.coords.clear();
@@ -427,9 +475,10 @@ class Compact {
       max_out += (size_[a] - 1) * w_out[a];
     }
     const int64_t num_keys = std::max(max_in, max_out) + 1;  // Equal: the same radices.
-    // The changed devices in id order: keys and coordinates.
+    // The changed devices in id order, with their keys and (for the greedy) coordinates.
     for (int64_t d = 0; d < n_; ++d) {
       if (key_in != key_out) {
+        x.changed.push_back(d);
         x.have.push_back(key_in);
         x.need.push_back(key_out);
         x.coords.insert(x.coords.end(), coord, coord + num_axes_);
@@ -445,7 +494,7 @@ class Compact {
         key_out -= w_out[a] * (size_[a] - 1);
       }
     }
-    const size_t changed = x.have.size();
+    const size_t changed = x.changed.size();
     if (changed == 0) return 0;
     // Counting sort by key, stable: each key's holders and needers in id order.
     x.hold_start.assign(num_keys + 1, 0);
@@ -464,15 +513,8 @@ class Compact {
       x.holders[--x.hold_start[x.have[i] + 1]] = static_cast<int64_t>(i);
       x.needers[--x.need_start[x.need[i] + 1]] = static_cast<int64_t>(i);
     }
-    auto at = [&](int64_t i) { return &x.coords[i * num_axes_]; };
-    auto differing = [&](const int64_t* c, const int64_t* t) {
-      uint32_t mask = 0;
-      for (int a = 0; a < num_axes_; ++a) {
-        if (c[a] != t[a]) mask |= 1u << a;
-      }
-      return mask;
-    };
-    uint32_t crossed = 0;  // Axes some pair differs in.
+    auto code = [&](int64_t i) { return x.codes[x.changed[i]]; };
+    uint64_t acc = 0;
     for (int64_t key = 0; key < num_keys; ++key) {
       // After the fill, bucket `key` starts at start[key + 1] and ends at start[key + 2].
       const size_t h0 = x.hold_start[key + 1];
@@ -483,55 +525,37 @@ class Compact {
       const size_t count = h1 - h0;
       if (count == 0) continue;
       if (count == 1 || count > kGreedyPairingLimit) {
-        for (size_t i = 0; i < count; ++i) {
-          crossed |= differing(at(x.holders[h0 + i]), at(x.needers[n0 + i]));
-        }
+        for (size_t i = 0; i < count; ++i) acc |= code(x.holders[h0 + i]) ^ code(x.needers[n0 + i]);
         continue;
       }
       x.sources.assign(x.holders.begin() + static_cast<std::ptrdiff_t>(h0),
                        x.holders.begin() + static_cast<std::ptrdiff_t>(h1));
       for (size_t j = n0; j < n1; ++j) {
-        const int64_t* target = at(x.needers[j]);
+        const int64_t* target = &x.coords[x.needers[j] * num_axes_];
         const size_t best = CheapestSource(x.sources, x.coords.data(), target, num_axes_,
                                            axis_cost_, options_.cost_model->default_cost());
-        crossed |= differing(at(x.sources[best]), target);
+        acc |= code(x.sources[best]) ^ code(x.needers[j]);
         x.sources.erase(x.sources.begin() + static_cast<std::ptrdiff_t>(best));
       }
     }
-    return PriceCrossed(crossed, in);
+    return acc;
   }
 
-  // PermuteUs's price of pairs that cross the axes in `crossed`, moving in's local bytes.
-  double PriceCrossed(uint32_t crossed, const CType& in) const {
-    AxisCost slowest;
-    bool any = false;
-    for (int a = 0; a < num_axes_; ++a) {
-      if (!(crossed & (1u << a))) continue;
-      slowest = any ? Slower(slowest, axis_cost_[a]) : axis_cost_[a];
-      any = true;
-    }
-    const double bytes = static_cast<double>(LocalBytes(in));
-    return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
-  }
-
-  // PermuteUs's crossed axes when every placement of `in` is held by one device (Holders 1):
-  // then each key has at most one changed holder, every device that changes takes the one
-  // device holding its new key, and no greedy runs. The devices' coordinates and the holder of
-  // each key are kept from the previous call with the same `in` (a search prices the members
-  // of one state's permute class one after another), and the walk stops once every axis that
-  // can differ is crossed.
-  uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
+  // PairedDiffs when every placement of `in` is held by one device (Holders 1): then each key
+  // has at most one changed holder, every device that changes takes the one device holding its
+  // new key, and no greedy runs. The holder of each key is kept from the previous call with
+  // the same `in` (a search prices the members of one state's permute class one after
+  // another), and the walk stops once every axis is crossed.
+  uint64_t SinglyHeldDiffs(const CType& in, const CType& out) const {
     PermuteScratch& x = scratch_;
     const uint64_t in_key = in.DimsKey();
     if (!x.in_valid || x.in_key != in_key || x.in_partial != in.partial) {
       int64_t w_in[kMaxAxes];
       KeyWeights(in, w_in);
-      x.device_coords.resize(static_cast<size_t>(n_) * num_axes_);
       x.holder_of.assign(n_, -1);
       int64_t coord[kMaxAxes] = {};
       int64_t key = 0;
       for (int64_t d = 0; d < n_; ++d) {
-        std::copy(coord, coord + num_axes_, &x.device_coords[d * num_axes_]);
         RESHARD_CHECK(key < n_ && x.holder_of[key] < 0) << "placement held twice";
         x.holder_of[key] = d;
         for (int a = num_axes_ - 1; a >= 0; --a) {
@@ -549,21 +573,14 @@ class Compact {
     }
     int64_t w_out[kMaxAxes];
     KeyWeights(out, w_out);
-    uint32_t possible = 0;
-    for (int a = 0; a < num_axes_; ++a) {
-      if (size_[a] > 1) possible |= 1u << a;
-    }
-    uint32_t crossed = 0;
+    uint64_t all = 0;
+    for (int a = 0; a < num_axes_; ++a) all |= x.field[a];
+    uint64_t acc = 0;
     int64_t coord[kMaxAxes] = {};
     int64_t key = 0;
-    for (int64_t d = 0; d < n_ && crossed != possible; ++d) {
-      const int64_t h = x.holder_of[key];
-      if (h != d) {
-        const int64_t* c = &x.device_coords[h * num_axes_];
-        for (int a = 0; a < num_axes_; ++a) {
-          if (c[a] != coord[a]) crossed |= 1u << a;
-        }
-      }
+    for (int64_t d = 0; d < n_; ++d) {
+      acc |= x.codes[x.holder_of[key]] ^ x.codes[d];
+      if (acc == all) break;
       for (int a = num_axes_ - 1; a >= 0; --a) {
         if (++coord[a] < size_[a]) {
           key += w_out[a];
@@ -573,7 +590,7 @@ class Compact {
         key -= w_out[a] * (size_[a] - 1);
       }
     }
-    return crossed;
+    return acc;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -816,13 +833,15 @@ class Compact {
   AxisCost axis_cost_[kMaxAxes];
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
-    std::vector<int64_t> have, need, coords, hold_start, need_start, holders, needers, sources;
-    // SinglyHeldCrossed's: the input type they describe, every device's coordinates (k per
-    // device, in id order) and the device holding each key.
+    std::vector<uint64_t> codes;  // DeviceCodes.
+    uint64_t field[kMaxAxes] = {};
+    std::vector<int64_t> changed, have, need, coords, hold_start, need_start, holders, needers,
+        sources;
+    // SinglyHeldDiffs's: the input type it describes and the device holding each key.
     bool in_valid = false;
     uint64_t in_key = 0;
     uint32_t in_partial = 0;
-    std::vector<int64_t> device_coords, holder_of;
+    std::vector<int64_t> holder_of;
   };
   mutable PermuteScratch scratch_;
   // As Searcher's: permute edges relaxed per class only from its members of least time.
