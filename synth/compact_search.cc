@@ -558,14 +558,7 @@ class Compact {
       for (int64_t d = 0; d < n_; ++d) {
         RESHARD_CHECK(key < n_ && x.holder_of[key] < 0) << "placement held twice";
         x.holder_of[key] = d;
-        for (int a = num_axes_ - 1; a >= 0; --a) {
-          if (++coord[a] < size_[a]) {
-            key += w_in[a];
-            break;
-          }
-          coord[a] = 0;
-          key -= w_in[a] * (size_[a] - 1);
-        }
+        NextDevice(coord, key, w_in);
       }
       x.in_key = in_key;
       x.in_partial = in.partial;
@@ -581,16 +574,22 @@ class Compact {
     for (int64_t d = 0; d < n_; ++d) {
       acc |= x.codes[x.holder_of[key]] ^ x.codes[d];
       if (acc == all) break;
-      for (int a = num_axes_ - 1; a >= 0; --a) {
-        if (++coord[a] < size_[a]) {
-          key += w_out[a];
-          break;
-        }
-        coord[a] = 0;
-        key -= w_out[a] * (size_[a] - 1);
-      }
+      NextDevice(coord, key, w_out);
     }
     return acc;
+  }
+
+  // The odometer over the devices in id order (last axis fastest): the next device's
+  // coordinates, and its key under the per-axis weights `w`.
+  void NextDevice(int64_t* coord, int64_t& key, const int64_t* w) const {
+    for (int a = num_axes_ - 1; a >= 0; --a) {
+      if (++coord[a] < size_[a]) {
+        key += w[a];
+        return;
+      }
+      coord[a] = 0;
+      key -= w[a] * (size_[a] - 1);
+    }
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's

@@ -910,6 +910,15 @@ TEST(NormalTest, MiddleFirstWithEarlyScatterAvoidsTheSlowAxis) {
                    SkewedModel(), 1.246);
 }
 
+TEST(NormalTest, SliceOrderKeepsTheSlowAxisOutOfThePermute) {
+  // Slicing [y,z] puts z at weight 1 where the target has it at weight 4 (behind x), so the
+  // permute crosses z (20.0 µs). On the prime-factor atoms, slicing [y:(4)2,z,y:(1)4] keeps
+  // z's weight: the permute crosses x and y only (5.0 µs, optimal's cost).
+  ExpectNormalPlan("x=4,y=8,z=2", "f32[3072{x}]", "f32[3072{y,z,x}]",
+                   {CollectiveKind::kAllSlice, CollectiveKind::kCollectivePermute},
+                   SkewedModel(), 5.002);
+}
+
 TEST(NormalTest, GatherOverASlowAxisRunsOnABufferSlicedOverAFastOne) {
   // Bandwidth only (no alphas), z 12x slower than x: slicing x first, gathering z on the
   // quarter-size buffer and gathering x back moves most bytes over x (optimal's cost).
