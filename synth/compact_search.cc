@@ -413,13 +413,20 @@ class Compact {
   // grouping as KeyRoles'). Which axes two devices differ in is read off their packed
   // coordinates (DeviceCodes): the fields of the OR of the codes' XORs that are not zero.
   double PermuteUs(const CType& in, const CType& out) const {
-    DeviceCodes();
-    const PermuteScratch& x = scratch_;
-    const uint64_t acc = Holders(in) == 1 ? SinglyHeldDiffs(in, out) : PairedDiffs(in, out);
+    uint32_t crossed = 0;  // Bit a: some pair differs in axis a.
+    if (Holders(in) == 1) {
+      crossed = SinglyHeldCrossed(in, out);
+    } else {
+      DeviceCodes();
+      const uint64_t acc = PairedDiffs(in, out);
+      for (int a = 0; a < num_axes_; ++a) {
+        if (acc & scratch_.field[a]) crossed |= 1u << a;
+      }
+    }
     AxisCost slowest;
     bool any = false;
     for (int a = 0; a < num_axes_; ++a) {
-      if (!(acc & x.field[a])) continue;
+      if (!(crossed & (1u << a))) continue;
       slowest = any ? Slower(slowest, axis_cost_[a]) : axis_cost_[a];
       any = true;
     }
@@ -541,55 +548,24 @@ class Compact {
     return acc;
   }
 
-  // PairedDiffs when every placement of `in` is held by one device (Holders 1): then each key
-  // has at most one changed holder, every device that changes takes the one device holding its
-  // new key, and no greedy runs. The holder of each key is kept from the previous call with
-  // the same `in` (a search prices the members of one state's permute class one after
-  // another), and the walk stops once every axis is crossed.
-  uint64_t SinglyHeldDiffs(const CType& in, const CType& out) const {
-    PermuteScratch& x = scratch_;
-    const uint64_t in_key = in.DimsKey();
-    if (!x.in_valid || x.in_key != in_key || x.in_partial != in.partial) {
-      int64_t w_in[kMaxAxes];
-      KeyWeights(in, w_in);
-      x.holder_of.assign(n_, -1);
-      int64_t coord[kMaxAxes] = {};
-      int64_t key = 0;
-      for (int64_t d = 0; d < n_; ++d) {
-        RESHARD_CHECK(key < n_ && x.holder_of[key] < 0) << "placement held twice";
-        x.holder_of[key] = d;
-        NextDevice(coord, key, w_in);
-      }
-      x.in_key = in_key;
-      x.in_partial = in.partial;
-      x.in_valid = true;
-    }
-    int64_t w_out[kMaxAxes];
+  // PermuteUs's crossed axes when every placement of `in` is held by one device (Holders 1,
+  // so `out`, of the same local shape, too). Then both placement keys number the devices,
+  // each axis a of size > 1 being the digit of place w[a] (KeyWeights), and every device that
+  // changes takes the one device holding its new key: the pair crosses a exactly when that
+  // holder's a-digit differs, i.e. when digit w_in[a] of the device's out-key is not its own
+  // a-coordinate. With w_in[a] == w_out[a] it is that coordinate on every device. Otherwise
+  // some device differs: with w_out[a] < w_in[a], the device at 1 on a alone (out-key w_out[a]
+  // has in-digit 0); with w_out[a] > w_in[a], the device at 0 on a whose out-key is w_in[a]
+  // (below a's place, so a-digit 0, but in-digit 1). So no device needs visiting.
+  uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
+    int64_t w_in[kMaxAxes], w_out[kMaxAxes];
+    KeyWeights(in, w_in);
     KeyWeights(out, w_out);
-    uint64_t all = 0;
-    for (int a = 0; a < num_axes_; ++a) all |= x.field[a];
-    uint64_t acc = 0;
-    int64_t coord[kMaxAxes] = {};
-    int64_t key = 0;
-    for (int64_t d = 0; d < n_; ++d) {
-      acc |= x.codes[x.holder_of[key]] ^ x.codes[d];
-      if (acc == all) break;
-      NextDevice(coord, key, w_out);
+    uint32_t crossed = 0;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (size_[a] > 1 && w_in[a] != w_out[a]) crossed |= 1u << a;
     }
-    return acc;
-  }
-
-  // The odometer over the devices in id order (last axis fastest): the next device's
-  // coordinates, and its key under the per-axis weights `w`.
-  void NextDevice(int64_t* coord, int64_t& key, const int64_t* w) const {
-    for (int a = num_axes_ - 1; a >= 0; --a) {
-      if (++coord[a] < size_[a]) {
-        key += w[a];
-        return;
-      }
-      coord[a] = 0;
-      key -= w[a] * (size_[a] - 1);
-    }
+    return crossed;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -836,11 +812,6 @@ class Compact {
     uint64_t field[kMaxAxes] = {};
     std::vector<int64_t> changed, have, need, coords, hold_start, need_start, holders, needers,
         sources;
-    // SinglyHeldDiffs's: the input type it describes and the device holding each key.
-    bool in_valid = false;
-    uint64_t in_key = 0;
-    uint32_t in_partial = 0;
-    std::vector<int64_t> holder_of;
   };
   mutable PermuteScratch scratch_;
   // As Searcher's: permute edges relaxed per class only from its members of least time.
