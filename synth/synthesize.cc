@@ -565,22 +565,25 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
 std::optional<Candidate> WithWeightMatchedDescent(const Mesh& mesh, const Candidate& c,
                                                   const CostModel& model) {
   if (!c.late.empty()) return std::nullopt;
-  // The weight of `axis` in dimension `dim` of `type`, or 0 when it is not there.
-  auto weight = [&](const DistType& type, int dim, const std::string& axis) -> int64_t {
-    const std::vector<std::string>& axes = type.dims[dim].axes;
-    int64_t w = 1;
-    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
-      if (*it == axis) return w;
-      w *= mesh.AxisSize(*it);
-    }
-    return 0;
-  };
   Candidate best = c;
   bool changed = false;
   for (int dim = 0; dim < c.y.rank(); ++dim) {
-    std::vector<size_t> at;  // Positions in the descent of the axes added to `dim`.
+    // The axes the descent adds to `dim`: their positions in the descent, sizes, weights in
+    // `dim` of y (0 when y has them elsewhere) and links.
+    std::vector<size_t> at;
+    std::vector<int64_t> size, target;
+    std::vector<AxisCost> link;
     for (size_t k = 0; k < c.descent.size(); ++k) {
-      if (c.descent[k].dim == dim) at.push_back(k);
+      if (c.descent[k].dim != dim) continue;
+      const std::string& axis = c.descent[k].axis;
+      at.push_back(k);
+      size.push_back(mesh.AxisSize(axis));
+      link.push_back(model.Axis(axis));
+      const std::vector<std::string>& axes = c.y.dims[dim].axes;
+      int64_t w = 1;
+      auto it = axes.rbegin();
+      for (; it != axes.rend() && *it != axis; ++it) w *= mesh.AxisSize(*it);
+      target.push_back(it == axes.rend() ? 0 : w);
     }
     if (at.size() < 2 || at.size() > 6) continue;
     std::vector<size_t> order(at.size());
@@ -591,14 +594,12 @@ std::optional<Candidate> WithWeightMatchedDescent(const Mesh& mesh, const Candid
       int crossed = 0;
       int64_t w = 1;
       for (size_t k = o.size(); k-- > 0;) {
-        const std::string& axis = c.descent[at[o[k]]].axis;
-        if (weight(c.y, dim, axis) != w) {
-          const AxisCost link = model.Axis(axis);
-          alpha = std::max(alpha, link.alpha_us);
-          gbps = std::min(gbps, link.gbps);
+        if (target[o[k]] != w) {
+          alpha = std::max(alpha, link[o[k]].alpha_us);
+          gbps = std::min(gbps, link[o[k]].gbps);
           ++crossed;
         }
-        w *= mesh.AxisSize(axis);
+        w *= size[o[k]];
       }
       return std::make_tuple(alpha, -gbps, crossed);
     };
@@ -717,10 +718,10 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set. The same for both passes of NormalSteps. `early_slices`: MiddleFirst's `early`.
+// skip set. The same for both passes of NormalSteps. `skewed`: the model when its axes differ
+// in cost (then MiddleFirst slices early and weight-matched descents join), else nullptr.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
                                   const CostModel* skewed) {
-  const bool early_slices = skewed != nullptr;
   std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
@@ -772,7 +773,7 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
-  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, early_slices)) {
+  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, skewed != nullptr)) {
     candidates.push_back(*std::move(c));
   }
   // Each candidate again with the helper axes sliced first, when there is a reduction.
