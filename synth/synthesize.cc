@@ -60,6 +60,19 @@ constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // hand: a quarter. (On the bench suite at 2^23 case 26 keeps its whole-axis plan, 88.3 instead
 // of 76.9 µs: its refined middle search spends ~11 M units.)
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
+// Under a model whose axes differ in cost, that pass runs no middle search at all (only its
+// search-free plans compete: the fast path, the Shardy-style pass, gather-then-slice, the single
+// permute): the whole-axis search below (kNormalSearchWork) finds more per unit of work. On
+// gap-survey's skewed draws the refined middle searches spent their whole budget for nothing
+// in most 3-axis calls (docs/benchmarks.md).
+constexpr int64_t kRefinedMiddleWorkNonUniform = 0;
+// Under a model whose axes differ in cost, `normal` ends with `optimal`'s branch and bound on
+// whole axes, its plan as the incumbent, within this work (about a millisecond); when the
+// search gives up, normal's plan stands. Valleys cannot express what such models reward
+// (e.g. gathering over a fast axis rather than permuting over a slow one), and most of
+// what they miss is found early: on the skewed survey 2^18 closes most of the gap, 2^20 all
+// that 2^22 does.
+constexpr int64_t kNormalSearchWork = int64_t{1} << 20;
 constexpr int64_t kFallbackWork = int64_t{1} << 28;
 constexpr int64_t kOptimalWork = int64_t{1} << 30;
 // `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
@@ -552,74 +565,6 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
   return helped;
 }
 
-// `c` with the axes its descent adds to each dimension reordered so that the permute that may
-// end its middle crosses cheaper links (nullopt when no order is better): under `model`, an
-// axis a permute leaves in place keeps its coordinate on every device when it has the same
-// weight in its dimension (the product of the sizes after it) before and after, so the order
-// in which a dimension's new axes are appended decides which of them the permute crosses, and
-// the permute costs the slowest crossed link. Per dimension with 2..6 new axes, the order
-// whose crossed new axes have the smallest largest alpha, then the largest smallest
-// bandwidth, then are fewest. E.g. x=4,y=8,z=2 with z slow, [3072{x}] -> [3072{y,z,x}] on
-// the prime-factor atoms slices [y:(4)2,z,y:(1)4] rather than [y,z]: the permute keeps z's
-// weight and crosses x and y only (5.0 instead of 20.0 µs).
-std::optional<Candidate> WithWeightMatchedDescent(const Mesh& mesh, const Candidate& c,
-                                                  const CostModel& model) {
-  if (!c.late.empty()) return std::nullopt;
-  Candidate best = c;
-  bool changed = false;
-  for (int dim = 0; dim < c.y.rank(); ++dim) {
-    // The axes the descent adds to `dim`: their positions in the descent, sizes, weights in
-    // `dim` of y (0 when y has them elsewhere) and links.
-    std::vector<size_t> at;
-    std::vector<int64_t> size, target;
-    std::vector<AxisCost> link;
-    for (size_t k = 0; k < c.descent.size(); ++k) {
-      if (c.descent[k].dim != dim) continue;
-      const std::string& axis = c.descent[k].axis;
-      at.push_back(k);
-      size.push_back(mesh.AxisSize(axis));
-      link.push_back(model.Axis(axis));
-      const std::vector<std::string>& axes = c.y.dims[dim].axes;
-      int64_t w = 1;
-      auto it = axes.rbegin();
-      for (; it != axes.rend() && *it != axis; ++it) w *= mesh.AxisSize(*it);
-      target.push_back(it == axes.rend() ? 0 : w);
-    }
-    if (at.size() < 2 || at.size() > 6) continue;
-    std::vector<size_t> order(at.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    // (largest alpha, -smallest bandwidth, count) of the new axes crossed in this order.
-    auto score = [&](const std::vector<size_t>& o) {
-      double alpha = 0, gbps = std::numeric_limits<double>::infinity();
-      int crossed = 0;
-      int64_t w = 1;
-      for (size_t k = o.size(); k-- > 0;) {
-        if (target[o[k]] != w) {
-          alpha = std::max(alpha, link[o[k]].alpha_us);
-          gbps = std::min(gbps, link[o[k]].gbps);
-          ++crossed;
-        }
-        w *= size[o[k]];
-      }
-      return std::make_tuple(alpha, -gbps, crossed);
-    };
-    std::vector<size_t> chosen = order;
-    auto chosen_score = score(order);
-    while (std::next_permutation(order.begin(), order.end())) {
-      if (auto sc = score(order); sc < chosen_score) {
-        chosen = order;
-        chosen_score = sc;
-      }
-    }
-    for (size_t k = 0; k < at.size(); ++k) {
-      if (chosen[k] != k) changed = true;
-      best.descent[at[k]] = c.descent[at[chosen[k]]];
-    }
-  }
-  if (!changed) return std::nullopt;
-  return best;
-}
-
 // The middle first, at `from`'s local size, then slices and scatters: when `to` uses every
 // axis `from` splits, every partial axis of `from` stays partial in `to` or is split by it,
 // and the axes `from` does not split but `to` does (N: new axes, and partial axes to scatter)
@@ -718,10 +663,10 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set. The same for both passes of NormalSteps. `skewed`: the model when its axes differ
-// in cost (then MiddleFirst slices early and weight-matched descents join), else nullptr.
+// skip set. The same for both passes of NormalSteps. `skewed`: under a model whose axes differ
+// in cost (then MiddleFirst slices early).
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
-                                  const CostModel* skewed) {
+                                  bool skewed) {
   std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
@@ -773,7 +718,7 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
-  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, skewed != nullptr)) {
+  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, skewed)) {
     candidates.push_back(*std::move(c));
   }
   // Each candidate again with the helper axes sliced first, when there is a reduction.
@@ -789,18 +734,6 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
     if (std::optional<Candidate> c = WithScatteredReduction(mesh, from, to, candidates[i])) {
       candidates.push_back(*std::move(c));
     }
-  }
-  // Under a model whose axes differ, with its new axes ordered for a cheaper final permute;
-  // tried first, as its permute costs less than the candidate's.
-  if (skewed != nullptr) {
-    std::vector<Candidate> matched;
-    for (size_t i = 0; i < plain; ++i) {
-      if (std::optional<Candidate> c = WithWeightMatchedDescent(mesh, candidates[i], *skewed)) {
-        matched.push_back(*std::move(c));
-      }
-    }
-    candidates.insert(candidates.begin(), std::make_move_iterator(matched.begin()),
-                      std::make_move_iterator(matched.end()));
   }
   return candidates;
 }
@@ -1082,7 +1015,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
   std::vector<Candidate> candidates =
-      Candidates(mesh, from, to, bytes_decide ? nullptr : model);
+      Candidates(mesh, from, to, !bytes_decide);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -1102,7 +1035,8 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // size 2 it spends its whole work budget proving that nothing receives less.)
   if (model != nullptr && incumbent != nullptr) {
     return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known, timed_total,
-                         timed_us, kRefinedMiddleWork);
+                         timed_us,
+                         bytes_decide ? kRefinedMiddleWork : kRefinedMiddleWorkNonUniform);
   }
   absl::StatusOr<std::vector<Step>> bytes = NormalValleys(
       mesh, from, to, nullptr, bounds, classes, candidates, known, bytes_total, bytes_us);
@@ -1545,30 +1479,25 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   return out;
 }
 
-// `gave_up`: when not null and the search gives up (ResourceExhausted), return normal's plan
-// instead of the error and set *gave_up. Only for a refinement tried on top of one whose
-// search finished (the caller keeps the better plan), never as the answer on its own: that
-// plan is normal's with `incumbent` as its bound, not normal's own. `incumbent`: as for
-// NormalSteps; normal's plan, the search's bound, is then no worse than it.
-absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
-                                               const DistType& to,
-                                               const SynthesisOptions& options,
-                                               bool* gave_up,
-                                               const std::vector<Step>* incumbent) {
-  if (from == to) return std::vector<Step>{};
+// The exhaustive search (SearchPlan, time or bytes as options.objective) within `max_work`,
+// bounded by `normal` (NormalSteps' plan, when it found one): the search only looks for
+// something strictly better, and `normal` is returned when it finds nothing.
+// `gave_up`: when not null and the search gives up (ResourceExhausted), return `normal`
+// instead of the error and set *gave_up.
+absl::StatusOr<std::vector<Step>> BranchAndBound(const Mesh& mesh, const DistType& from,
+                                                 const DistType& to,
+                                                 const SynthesisOptions& options,
+                                                 std::optional<std::vector<Step>> normal,
+                                                 int64_t max_work, bool* gave_up) {
   SearchOptions search;
   search.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   search.max_states = options.max_states;
-  search.max_work = kOptimalWork;
+  search.max_work = max_work;
   search.fill_permute_pairs = false;
   search.bytes_bound = true;
   search.cost_model = TimeModel(options);
   // Branch and bound: normal's plan (in the same vocabulary and bound) caps the time.
-  std::optional<std::vector<Step>> normal;
-  if (absl::StatusOr<std::vector<Step>> n =
-          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
-      n.ok()) {
-    normal = *std::move(n);
+  if (normal) {
     PairPermutes(mesh, from, options.cost_model, *normal);
     // The chains Synthesize would apply to normal's plan make it a tighter bound (e.g. a
     // reduce_scatter over two axes as two scatters: the search need not rediscover them).
@@ -1603,6 +1532,33 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     return *std::move(normal);
   }
   return steps.status();
+}
+
+// BranchAndBound over the whole vocabulary from normal's plan (NormalSteps with `incumbent`).
+// `gave_up`: as for BranchAndBound. Only for a refinement tried on top of one whose search
+// finished (the caller keeps the better plan), never as the answer on its own: that plan is
+// normal's with `incumbent` as its bound, not normal's own. `incumbent`: as for NormalSteps;
+// normal's plan, the search's bound, is then no worse than it.
+absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType& from,
+                                               const DistType& to,
+                                               const SynthesisOptions& options,
+                                               bool* gave_up,
+                                               const std::vector<Step>* incumbent) {
+  if (from == to) return std::vector<Step>{};
+  std::optional<std::vector<Step>> normal;
+  if (absl::StatusOr<std::vector<Step>> n =
+          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
+      n.ok()) {
+    normal = *std::move(n);
+  }
+  return BranchAndBound(mesh, from, to, options, std::move(normal), kOptimalWork, gave_up);
+}
+
+// Whether `normal` ends with BranchAndBound: under the time objective with a model whose axes
+// differ in cost (kNormalSearchWork).
+bool NormalSearches(const Mesh& mesh, const SynthesisOptions& options) {
+  const CostModel* model = TimeModel(options);
+  return model != nullptr && !internal::IsUniform(mesh, *model);
 }
 
 }  // namespace
@@ -1697,6 +1653,13 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       absl::StatusOr<std::vector<Step>> normal =
           NormalSteps(mesh, from, to, TimeModel(options), incumbent);
       if (!normal.ok()) return normal.status();
+      // Not on a refinement's pass (with `incumbent`): kRefinedMiddleWorkNonUniform.
+      if (incumbent == nullptr && NormalSearches(mesh, options)) {
+        bool searched_out = false;  // Then normal's plan stands.
+        normal = BranchAndBound(mesh, from, to, options, *std::move(normal), kNormalSearchWork,
+                                &searched_out);
+        if (!normal.ok()) return normal.status();
+      }
       steps = *std::move(normal);
       break;
     }
