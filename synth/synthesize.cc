@@ -7,7 +7,9 @@
 // LocalBytes(X) <= LocalBytes(from), LocalBytes(Y) <= LocalBytes(to): every step stays within
 // max(LocalBytes(from), LocalBytes(to)). A few placements of X and Y are tried and the plan
 // with the fewest bytes wins. When divisibility blocks every placement, an exhaustive
-// memory-bounded search (synth/search.h) decides. docs/synthesis.md has the full story.
+// memory-bounded search (synth/search.h) decides. Under a model whose axes differ in cost, a
+// bounded branch and bound from the valley plan ends the strategy (kNormalSearchWork).
+// docs/synthesis.md has the full story.
 
 #include "synth/synthesize.h"
 

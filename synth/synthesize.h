@@ -25,6 +25,9 @@ enum class Strategy {
   // The paper's valley normal form: reductions and slices, then all_to_alls and permutes,
   // then gathers. Memory-bounded. When divisibility leaves no valley plan, the exhaustive
   // search's plan (still within the bound, but possibly falling and rising more than once).
+  // Under the time objective with a cost model whose axes differ, the valley plan is then the
+  // incumbent of a bounded exhaustive search (a millisecond of work), whose plan, when it
+  // finds a cheaper one, need not be a valley either (docs/synthesis.md).
   kNormal,
   // Reference baseline: all_reduce the partial axes to be removed, all_gather every dimension
   // to full size, then all_slice to the target. Not memory-bounded.
