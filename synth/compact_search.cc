@@ -578,6 +578,39 @@ class Compact {
     return pending;
   }
 
+  // CrossingAlphaUs on compact types (the same loop: equal results).
+  double CrossingAlpha(const CType& type) const {
+    if (uniform_) return 0;
+    double crossing = 0;
+    for (int a = 0; a < num_axes_; ++a) {
+      const double alpha = axis_cost_[a].alpha_us;
+      if (size_[a] < 2 || alpha <= std::max(fastest_.alpha_us, crossing)) continue;
+      bool must = ((type.partial & ~to_.partial) >> a) & 1u;
+      for (int i = 0; i < rank_ && !must; ++i) {
+        int at = type.begin(i);
+        while (at < type.end[i] && type.ax[at] != a) ++at;
+        if (at == type.end[i]) continue;
+        int64_t w_a = LocalDim(type, i);
+        for (int t = at + 1; t < type.end[i]; ++t) w_a *= size_[type.ax[t]];
+        int64_t sizes[kMaxAxes], strides[kMaxAxes];
+        const int k = to_.end[i] - to_.begin(i);
+        int64_t stride = to_local_[i];
+        int a_in_to = -1;
+        for (int j = k - 1; j >= 0; --j) {
+          const int b = to_.ax[to_.begin(i) + j];
+          sizes[j] = size_[b];
+          strides[j] = stride;
+          stride *= size_[b];
+          if (b == a) a_in_to = j;
+        }
+        must = NeedsOtherSlices(w_a, size_[a], to_local_[i], absl::MakeConstSpan(sizes, k),
+                                absl::MakeConstSpan(strides, k), a_in_to);
+      }
+      if (must) crossing = alpha;
+    }
+    return crossing;
+  }
+
   // Searcher::Heuristic.
   Bound Heuristic(const CType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
@@ -615,7 +648,9 @@ class Compact {
                                         absl::MakeConstSpan(to_local_, rank_), pending);
     const int64_t total = PendingBytesBound(bytes_total, pending, pending_unit_);
     double us = 0;
-    if (time_bound) us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces);
+    if (time_bound) {
+      us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces, CrossingAlpha(type));
+    }
     if (time_bound && growth_) us = std::max(us, GrowthBound(type, pieces));
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
   }

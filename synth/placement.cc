@@ -463,6 +463,63 @@ double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettle
   return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
 }
 
+bool NeedsOtherSlices(int64_t w_a, int64_t size_a, int64_t to_local,
+                      absl::Span<const int64_t> to_sizes, absl::Span<const int64_t> to_strides,
+                      int a_in_to) {
+  // Without a in the target's dimension, the device whose coordinate on a is 1 and on the
+  // target's axes there 0 needs element 0, whose digit is 0.
+  if (a_in_to < 0) return true;
+  const int k = static_cast<int>(to_sizes.size());
+  absl::InlinedVector<int64_t, 16> coords(k, 0);
+  while (true) {
+    int64_t offset = 0;
+    for (int j = 0; j < k; ++j) offset += coords[j] * to_strides[j];
+    const int64_t first = offset / w_a;
+    if (first != (offset + to_local - 1) / w_a || first % size_a != coords[a_in_to]) {
+      return true;
+    }
+    int j = k - 1;
+    while (j >= 0 && ++coords[j] == to_sizes[j]) coords[j--] = 0;
+    if (j < 0) return false;
+  }
+}
+
+double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                       const DistType& to) {
+  const double fastest = model.Fastest(mesh).alpha_us;
+  const std::vector<int64_t> from_local = LocalShape(mesh, from);
+  const std::vector<int64_t> to_local = LocalShape(mesh, to);
+  double crossing = 0;
+  for (const MeshAxis& axis : mesh.axes()) {
+    const double alpha = model.Axis(axis.name).alpha_us;
+    if (axis.size < 2 || alpha <= std::max(fastest, crossing)) continue;
+    auto has = [&](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), axis.name) != list.end();
+    };
+    bool must = has(from.partial) && !has(to.partial);
+    for (int i = 0; i < from.rank() && !must; ++i) {
+      const std::vector<std::string>& axes = from.dims[i].axes;
+      auto at = std::find(axes.begin(), axes.end(), axis.name);
+      if (at == axes.end()) continue;
+      int64_t w_a = from_local[i];
+      for (auto after = at + 1; after != axes.end(); ++after) w_a *= mesh.AxisSize(*after);
+      const std::vector<std::string>& want = to.dims[i].axes;
+      std::vector<int64_t> sizes(want.size()), strides(want.size());
+      int64_t stride = to_local[i];
+      int a_in_to = -1;
+      for (int j = static_cast<int>(want.size()) - 1; j >= 0; --j) {
+        sizes[j] = mesh.AxisSize(want[j]);
+        strides[j] = stride;
+        stride *= sizes[j];
+        if (want[j] == axis.name) a_in_to = j;
+      }
+      must = NeedsOtherSlices(w_a, axis.size, to_local[i], sizes, strides, a_in_to);
+    }
+    if (must) crossing = alpha;
+  }
+  return crossing;
+}
+
 bool IsUniform(const Mesh& mesh, const CostModel& model) {
   for (const MeshAxis& axis : mesh.axes()) {
     if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;

@@ -183,6 +183,32 @@ class LowerBoundsTo {
   int64_t target_elements_;
 };
 
+// Whether some step of every plan from a type to the target must cross mesh axis a (size
+// >= 2), which sits in the type's dimension i with stride `w_a` (the type's local size there
+// times the sizes of the axes after a): some device's target block in dimension i holds an
+// element whose digit of a (floor(e / w_a) mod size_a) is not the device's own coordinate on
+// a, i.e. an element no device of its a-slice holds. `to_local`: the target's local size in
+// dimension i; `to_sizes` / `to_strides`: the target's axes there, major to minor, and their
+// strides; `a_in_to`: a's index among them, or -1. Visits the coordinates of the target's
+// axes in that dimension (at most the devices), stopping at the first device that needs
+// another slice.
+bool NeedsOtherSlices(int64_t w_a, int64_t size_a, int64_t to_local,
+                      absl::Span<const int64_t> to_sizes, absl::Span<const int64_t> to_strides,
+                      int a_in_to);
+
+// The largest alpha (µs) among the axes every plan from `from` to `to` must cross, when it
+// exceeds the fastest axis's (else 0). A step crosses an axis when its group spans it (a
+// collective over it) or some pair of it differs in that coordinate (a permute), and then
+// costs at least that axis's alpha. Steps that cross no axis a only move data between devices
+// of one a-slice (devices with the same coordinate on a), so every plan crosses a when a is a
+// partial axis of `from` that `to` does not keep (its summands sit in different a-slices), or
+// when some device's target block needs an element no device of its a-slice holds
+// (NeedsOtherSlices; an axis `from` leaves replicated never: each of its slices holds
+// everything). Neither can stop holding without a step that crosses a, which makes the
+// latency bound of TimeBoundUs built on it consistent. Valid types of one shape.
+double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                       const DistType& to);
+
 // True when every mesh axis has the same cost: then a permute costs alpha + B/bw whatever
 // pairs it uses, and its price needs no pairs.
 bool IsUniform(const Mesh& mesh, const CostModel& model);

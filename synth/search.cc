@@ -154,9 +154,10 @@ class Searcher {
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending, pending_unit_);
     double us = 0;
     if (time_bound) {
-      us = internal::TimeBoundUs(fastest_, bounds.max_lacking_elements,
-                                 ElementBytes(to_.element_type), total, mesh_.num_devices(),
-                                 bounds.pieces);
+      us = internal::TimeBoundUs(
+          fastest_, bounds.max_lacking_elements, ElementBytes(to_.element_type), total,
+          mesh_.num_devices(), bounds.pieces,
+          internal::CrossingAlphaUs(mesh_, *options_.cost_model, type, to_));
       if (growth_) us = std::max(us, GrowthBound(type, bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
@@ -828,7 +829,7 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
         model.Fastest(m), bounds.max_lacking_elements, ElementBytes(t.element_type),
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
                                     internal::PendingUnit(m, t)),
-        m.num_devices(), bounds.pieces);
+        m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t));
   });
 }
 

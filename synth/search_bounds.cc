@@ -21,12 +21,16 @@ __int128 PendingUnit(const Mesh& mesh, const DistType& to) {
 }
 
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
-                   int64_t bytes_bound, int64_t devices, int64_t pieces) {
+                   int64_t bytes_bound, int64_t devices, int64_t pieces,
+                   double crossing_alpha_us) {
   if (worst_elements == 0) return 0;
   const double worst = static_cast<double>(worst_elements * element_bytes);
   const double average = static_cast<double>(bytes_bound) / static_cast<double>(devices);
-  return fastest.alpha_us * std::max(1, LatencyRounds(pieces)) +
-         fastest.TransferUs(std::max(worst, average));
+  const int rounds = std::max(1, LatencyRounds(pieces));
+  const double latency = crossing_alpha_us > fastest.alpha_us
+                             ? crossing_alpha_us + fastest.alpha_us * (rounds - 1)
+                             : fastest.alpha_us * rounds;
+  return latency + fastest.TransferUs(std::max(worst, average));
 }
 
 bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes) {

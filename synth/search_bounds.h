@@ -47,8 +47,12 @@ __int128 PendingUnit(const Mesh& mesh, const DistType& to);
 // least the largest per-device total, which is at least the lacking elements of the worst
 // device and at least the average total, bytes_bound / devices (which exceeds the former only
 // while a reduction is pending; callers without a pending reduction may pass 0).
+// `crossing_alpha_us` (CrossingAlphaUs, or 0): one of those latency terms belongs to a step
+// that crosses an axis of that alpha, so the latency part is at least that alpha plus the
+// fastest alpha for each further round.
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
-                   int64_t bytes_bound, int64_t devices, int64_t pieces);
+                   int64_t bytes_bound, int64_t devices, int64_t pieces,
+                   double crossing_alpha_us);
 
 // Whether a path with lower bounds (us, bytes) on its final cost may beat options.incumbent
 // (always without one): strictly faster beyond a relative tolerance of 1e-9, or as fast
