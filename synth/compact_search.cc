@@ -205,8 +205,18 @@ class Compact {
     if (timed()) {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
+      bool any = false;
       for (int a = 0; a < num_axes_; ++a) {
         axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
+        if (size_[a] < 2) continue;
+        slowest_ = any ? Slower(slowest_, axis_cost_[a]) : axis_cost_[a];
+        any = true;
+      }
+      for (int a = 0; a < num_axes_; ++a) {
+        if (size_[a] > 1 && (axis_cost_[a].alpha_us == slowest_.alpha_us ||
+                             axis_cost_[a].gbps == slowest_.gbps)) {
+          slowest_axes_ |= 1u << a;
+        }
       }
     }
     once_per_class_ = timed() && uniform_ && !size_one;
@@ -412,10 +422,16 @@ class Compact {
   // holders and needers pair in id order. Placement keys here are KeyWeights' (the same
   // grouping as KeyRoles'). Which axes two devices differ in is read off their packed
   // coordinates (DeviceCodes): the fields of the OR of the codes' XORs that are not zero.
+  // Where `in` has several holders per placement, the pairing is skipped when the axes every
+  // pairing crosses already cost as much as the slowest of all axes: a device whose block of
+  // `out` no device of its a-slice holds in `in` receives it across a (LeavesSlice), and the
+  // union of the crossed axes, which contains those, costs at most the slowest of all.
   double PermuteUs(const CType& in, const CType& out) const {
     uint32_t crossed = 0;  // Bit a: some pair differs in axis a.
     if (Holders(in) == 1) {
       crossed = SinglyHeldCrossed(in, out);
+    } else if (PairingIsSlowest(in, out)) {
+      crossed = slowest_axes_;
     } else {
       DeviceCodes();
       const uint64_t acc = PairedDiffs(in, out);
@@ -432,6 +448,22 @@ class Compact {
     }
     const double bytes = static_cast<double>(LocalBytes(in));
     return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
+  }
+
+  // Whether the axes every pairing of the permute from `in` to `out` crosses are, together,
+  // as slow as all axes of size above 1 (PermuteUs).
+  bool PairingIsSlowest(const CType& in, const CType& out) const {
+    int64_t out_local[kMaxRank];
+    for (int i = 0; i < rank_; ++i) out_local[i] = LocalDim(out, i);
+    AxisCost must;
+    bool any = false;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (!((slowest_axes_ >> a) & 1u) || !LeavesSlice(in, out, out_local, a)) continue;
+      must = any ? Slower(must, axis_cost_[a]) : axis_cost_[a];
+      any = true;
+      if (must == Slower(must, slowest_)) return true;
+    }
+    return false;
   }
 
   // Every device's coordinates packed into one word, axis a in the bits of field[a]
@@ -578,6 +610,34 @@ class Compact {
     return pending;
   }
 
+  // NeedsOtherSlices for axis a of `type` (false when no dimension of `type` holds it):
+  // whether some device's block of `target` (local sizes `target_local`) holds an element no
+  // device of its a-slice holds in `type`.
+  bool LeavesSlice(const CType& type, const CType& target, const int64_t* target_local,
+                   int a) const {
+    for (int i = 0; i < rank_; ++i) {
+      int at = type.begin(i);
+      while (at < type.end[i] && type.ax[at] != a) ++at;
+      if (at == type.end[i]) continue;
+      int64_t w_a = LocalDim(type, i);
+      for (int t = at + 1; t < type.end[i]; ++t) w_a *= size_[type.ax[t]];
+      int64_t sizes[kMaxAxes], strides[kMaxAxes];
+      const int k = target.end[i] - target.begin(i);
+      int64_t stride = target_local[i];
+      int a_in_target = -1;
+      for (int j = k - 1; j >= 0; --j) {
+        const int b = target.ax[target.begin(i) + j];
+        sizes[j] = size_[b];
+        strides[j] = stride;
+        stride *= size_[b];
+        if (b == a) a_in_target = j;
+      }
+      return NeedsOtherSlices(w_a, size_[a], target_local[i], absl::MakeConstSpan(sizes, k),
+                              absl::MakeConstSpan(strides, k), a_in_target);
+    }
+    return false;
+  }
+
   // CrossingAlphaUs on compact types (the same loop: equal results).
   double CrossingAlpha(const CType& type) const {
     if (uniform_) return 0;
@@ -585,28 +645,9 @@ class Compact {
     for (int a = 0; a < num_axes_; ++a) {
       const double alpha = axis_cost_[a].alpha_us;
       if (size_[a] < 2 || alpha <= std::max(fastest_.alpha_us, crossing)) continue;
-      bool must = ((type.partial & ~to_.partial) >> a) & 1u;
-      for (int i = 0; i < rank_ && !must; ++i) {
-        int at = type.begin(i);
-        while (at < type.end[i] && type.ax[at] != a) ++at;
-        if (at == type.end[i]) continue;
-        int64_t w_a = LocalDim(type, i);
-        for (int t = at + 1; t < type.end[i]; ++t) w_a *= size_[type.ax[t]];
-        int64_t sizes[kMaxAxes], strides[kMaxAxes];
-        const int k = to_.end[i] - to_.begin(i);
-        int64_t stride = to_local_[i];
-        int a_in_to = -1;
-        for (int j = k - 1; j >= 0; --j) {
-          const int b = to_.ax[to_.begin(i) + j];
-          sizes[j] = size_[b];
-          strides[j] = stride;
-          stride *= size_[b];
-          if (b == a) a_in_to = j;
-        }
-        must = NeedsOtherSlices(w_a, size_[a], to_local_[i], absl::MakeConstSpan(sizes, k),
-                                absl::MakeConstSpan(strides, k), a_in_to);
+      if ((((type.partial & ~to_.partial) >> a) & 1u) || LeavesSlice(type, to_, to_local_, a)) {
+        crossing = alpha;
       }
-      if (must) crossing = alpha;
     }
     return crossing;
   }
@@ -841,6 +882,10 @@ class Compact {
   AxisCost fastest_;
   bool uniform_ = true;
   AxisCost axis_cost_[kMaxAxes];
+  // Non-uniform models: the Slower of every axis of size above 1, and the axes of size above 1
+  // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
+  AxisCost slowest_;
+  uint32_t slowest_axes_ = 0;
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
     std::vector<uint64_t> codes;  // DeviceCodes.
