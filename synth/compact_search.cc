@@ -589,13 +589,18 @@ class Compact {
   // some device differs: with w_out[a] < w_in[a], the device at 1 on a alone (out-key w_out[a]
   // has in-digit 0); with w_out[a] > w_in[a], the device at 0 on a whose out-key is w_in[a]
   // (below a's place, so a-digit 0, but in-digit 1). So no device needs visiting.
+  // `in` is the state being expanded, the same for a whole permute class: its weights are
+  // kept between calls.
   uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
-    int64_t w_in[kMaxAxes], w_out[kMaxAxes];
-    KeyWeights(in, w_in);
+    if (!priced_in_ || *priced_in_ != in.Key()) {
+      KeyWeights(in, priced_in_weights_);
+      priced_in_ = in.Key();
+    }
+    int64_t w_out[kMaxAxes];
     KeyWeights(out, w_out);
     uint32_t crossed = 0;
     for (int a = 0; a < num_axes_; ++a) {
-      if (size_[a] > 1 && w_in[a] != w_out[a]) crossed |= 1u << a;
+      if (size_[a] > 1 && priced_in_weights_[a] != w_out[a]) crossed |= 1u << a;
     }
     return crossed;
   }
@@ -886,6 +891,9 @@ class Compact {
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
   AxisCost slowest_;
   uint32_t slowest_axes_ = 0;
+  // SinglyHeldCrossed's last input and its KeyWeights.
+  mutable std::optional<StateKey> priced_in_;
+  mutable int64_t priced_in_weights_[kMaxAxes] = {};
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
     std::vector<uint64_t> codes;  // DeviceCodes.
