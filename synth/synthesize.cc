@@ -1557,10 +1557,14 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
 }
 
 // Whether `normal` ends with BranchAndBound: under the time objective with a model whose axes
-// differ in cost (kNormalSearchWork).
+// differ in cost (kNormalSearchWork), on meshes where that budget pays for more than 64 of the
+// search's heuristic evaluations (each visits every device). Beyond 2^14 devices the search
+// could hardly settle a state, while pricing normal's plan for it exactly (its permutes paired
+// under the model) took several hundred milliseconds on 2^20 devices.
 bool NormalSearches(const Mesh& mesh, const SynthesisOptions& options) {
   const CostModel* model = TimeModel(options);
-  return model != nullptr && !internal::IsUniform(mesh, *model);
+  return model != nullptr && !internal::IsUniform(mesh, *model) &&
+         mesh.num_devices() <= kNormalSearchWork / 64;
 }
 
 }  // namespace
