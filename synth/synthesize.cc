@@ -1016,8 +1016,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
-  std::vector<Candidate> candidates =
-      Candidates(mesh, from, to, !bytes_decide);
+  std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }

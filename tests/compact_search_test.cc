@@ -505,9 +505,9 @@ TEST(CrossingAlpha, CountsTheSlowestAxisEveryPlanCrosses) {
   // ... but not when x joins before it.
   EXPECT_EQ(crossing("f32[64{z},64]", "f32[64{x,z},64]"), 20);
   // The time bound carries it: one alpha of z plus the transfer of the lacking elements.
-  EXPECT_DOUBLE_EQ(
-      TimeLowerBoundUs(mesh, model, test::T(mesh, "f32[64{z},64]"), test::T(mesh, "f32[64{x,z},64]")),
-      20 + model.Fastest(mesh).TransferUs(16 * 64 * 4));
+  EXPECT_DOUBLE_EQ(TimeLowerBoundUs(mesh, model, test::T(mesh, "f32[64{z},64]"),
+                                    test::T(mesh, "f32[64{x,z},64]")),
+                   20 + model.Fastest(mesh).TransferUs(16 * 64 * 4));
 }
 
 // A* with the heuristic (whose latency part counts the slowest axis every plan crosses) finds
