@@ -1695,27 +1695,8 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       steps = internal::DirectSteps(mesh, from, to);
       break;
     }
-    case Strategy::kAuto: {
-      // Direct competes only when its exchange is small enough to build (see kDirect).
-      const bool direct_fits =
-          internal::DirectTransferCount(mesh, from, to) <= kMaxDirectTransfers;
-      absl::StatusOr<std::vector<Step>> normal = NormalSteps(mesh, from, to, TimeModel(options));
-      if (!direct_fits) {
-        if (!normal.ok()) return normal.status();
-        steps = *std::move(normal);
-        break;
-      }
-      steps = internal::DirectSteps(mesh, from, to);
-      if (normal.ok()) {
-        PairPermutes(mesh, from, options.cost_model, *normal);
-        // Direct only when strictly cheaper: normal keeps the memory bound.
-        if (RoundCostUs(CostUs(mesh, from, *normal, options.cost_model)) <=
-            RoundCostUs(CostUs(mesh, from, steps, options.cost_model))) {
-          steps = *std::move(normal);
-        }
-      }
-      break;
-    }
+    case Strategy::kAuto:  // Composed of the two in SynthesizeUnchecked.
+      RESHARD_CHECK(false) << "strategy auto reached SynthesizeWholeAxes";
   }
   // Nothing beat the incumbent: the caller holds that plan already, priced and checked.
   if (incumbent != nullptr && steps == *incumbent) {
@@ -1804,13 +1785,28 @@ Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
 }
 
 bool SplitsAxes(Strategy strategy) {
-  return strategy == Strategy::kNormal || strategy == Strategy::kOptimal ||
-         strategy == Strategy::kAuto;
+  return strategy == Strategy::kNormal || strategy == Strategy::kOptimal;
 }
 
 // Synthesize without the final check.
 absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
                                          const DistType& to, const SynthesisOptions& options) {
+  if (options.strategy == Strategy::kAuto) {
+    // normal's whole plan (refinement, chains, its branch and bound) against direct's, which
+    // refuses exchanges too large to build (ResourceExhausted): direct only when strictly
+    // cheaper, as normal keeps the memory bound; normal's error when neither has a plan.
+    SynthesisOptions each = options;
+    each.strategy = Strategy::kNormal;
+    absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, each);
+    each.strategy = Strategy::kDirect;
+    absl::StatusOr<Plan> direct = SynthesizeUnchecked(mesh, from, to, each);
+    absl::StatusOr<Plan>& chosen =
+        direct.ok() && (!normal.ok() || direct->metrics.cost_us < normal->metrics.cost_us)
+            ? direct
+            : normal;
+    if (chosen.ok()) chosen->strategy = std::string(StrategyName(Strategy::kAuto));
+    return std::move(chosen);
+  }
   // Under the bytes objective ties go to fewer steps, which the chains of SplitGroups never
   // are. `optimal`'s plan is already split wherever that is cheaper, unless its search on the
   // finer mesh gave up: then splitting keeps it no worse than `normal`'s.

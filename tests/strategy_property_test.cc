@@ -8,6 +8,8 @@
 //    GenSubAxisReshardCase), where also normal and optimal respect the memory bound and
 //    `optimal` with sub_axes = true is no worse than with sub_axes = false.
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,10 +67,12 @@ void CheckAllStrategies(const ReshardCase& c, const CostModel& model) {
     AssertRuns(*optimal);
     RC_ASSERT(optimal->metrics.peak_local_bytes <= Bound(c));
   }
+  std::map<Strategy, double> cost_us;
   for (Strategy strategy : AllStrategies()) {
     if (strategy == Strategy::kOptimal) continue;
     options.strategy = strategy;
     absl::StatusOr<Plan> plan = Synthesize(c.mesh, c.from, c.to, options);
+    if (plan.ok()) cost_us[strategy] = plan->metrics.cost_us;
     if (!plan.ok()) {
       // Only normal may fail (NotFound), and then optimal must not have found a plan either.
       RC_ASSERT(strategy == Strategy::kNormal);
@@ -90,6 +94,13 @@ void CheckAllStrategies(const ReshardCase& c, const CostModel& model) {
       }
     }
   }
+  // auto is the cheaper of normal and direct (direct may refuse a large exchange).
+  RC_ASSERT(cost_us.count(Strategy::kAuto) == 1);
+  double cheaper = std::numeric_limits<double>::infinity();
+  for (Strategy strategy : {Strategy::kNormal, Strategy::kDirect}) {
+    if (cost_us.count(strategy)) cheaper = std::min(cheaper, cost_us[strategy]);
+  }
+  RC_ASSERT(cost_us[Strategy::kAuto] == cheaper);
 }
 
 RESHARD_PROP(StrategyProperty, EveryStrategyCorrectOptimalCheapest, 1000) {
