@@ -205,13 +205,12 @@ class Compact {
     if (timed()) {
       fastest_ = options_.cost_model->Fastest(mesh);
       uniform_ = IsUniform(mesh, *options_.cost_model);
-      bool any = false;
+      uint32_t moving = 0;  // Axes of size above 1.
       for (int a = 0; a < num_axes_; ++a) {
         axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
-        if (size_[a] < 2) continue;
-        slowest_ = any ? Slower(slowest_, axis_cost_[a]) : axis_cost_[a];
-        any = true;
+        if (size_[a] > 1) moving |= 1u << a;
       }
+      slowest_ = SlowestOf(moving).value_or(AxisCost{});
       for (int a = 0; a < num_axes_; ++a) {
         if (size_[a] > 1 && (axis_cost_[a].alpha_us == slowest_.alpha_us ||
                              axis_cost_[a].gbps == slowest_.gbps)) {
@@ -427,27 +426,31 @@ class Compact {
   // `out` no device of its a-slice holds in `in` receives it across a (LeavesSlice), and the
   // union of the crossed axes, which contains those, costs at most the slowest of all.
   double PermuteUs(const CType& in, const CType& out) const {
-    uint32_t crossed = 0;  // Bit a: some pair differs in axis a.
+    std::optional<AxisCost> link;  // The Slower of the axes some pair differs in.
     if (Holders(in) == 1) {
-      crossed = SinglyHeldCrossed(in, out);
+      link = SlowestOf(SinglyHeldCrossed(in, out));
     } else if (PairingIsSlowest(in, out)) {
-      crossed = slowest_axes_;
+      link = slowest_;
     } else {
       DeviceCodes();
       const uint64_t acc = PairedDiffs(in, out);
+      uint32_t crossed = 0;
       for (int a = 0; a < num_axes_; ++a) {
         if (acc & scratch_.field[a]) crossed |= 1u << a;
       }
-    }
-    AxisCost slowest;
-    bool any = false;
-    for (int a = 0; a < num_axes_; ++a) {
-      if (!(crossed & (1u << a))) continue;
-      slowest = any ? Slower(slowest, axis_cost_[a]) : axis_cost_[a];
-      any = true;
+      link = SlowestOf(crossed);
     }
     const double bytes = static_cast<double>(LocalBytes(in));
-    return any ? slowest.alpha_us + slowest.TransferUs(bytes) : 0;
+    return link ? link->alpha_us + link->TransferUs(bytes) : 0;
+  }
+
+  // The Slower of the axes in `axes` (a mask), nullopt when it is empty.
+  std::optional<AxisCost> SlowestOf(uint32_t axes) const {
+    std::optional<AxisCost> slowest;
+    for (int a = 0; a < num_axes_; ++a) {
+      if ((axes >> a) & 1u) slowest = slowest ? Slower(*slowest, axis_cost_[a]) : axis_cost_[a];
+    }
+    return slowest;
   }
 
   // Whether the axes every pairing of the permute from `in` to `out` crosses are, together,
@@ -455,15 +458,11 @@ class Compact {
   bool PairingIsSlowest(const CType& in, const CType& out) const {
     int64_t out_local[kMaxRank];
     for (int i = 0; i < rank_; ++i) out_local[i] = LocalDim(out, i);
-    AxisCost must;
-    bool any = false;
+    uint32_t must = 0;
     for (int a = 0; a < num_axes_; ++a) {
-      if (!((slowest_axes_ >> a) & 1u) || !LeavesSlice(in, out, out_local, a)) continue;
-      must = any ? Slower(must, axis_cost_[a]) : axis_cost_[a];
-      any = true;
-      if (must == Slower(must, slowest_)) return true;
+      if (((slowest_axes_ >> a) & 1u) && LeavesSlice(in, out, out_local, a)) must |= 1u << a;
     }
-    return false;
+    return SlowestOf(must) == slowest_;
   }
 
   // Every device's coordinates packed into one word, axis a in the bits of field[a]
@@ -499,8 +498,8 @@ class Compact {
 
   // The OR of the code XORs of MinimalPermute's pairs, for any input.
   uint64_t PairedDiffs(const CType& in, const CType& out) const {
-    int64_t w_in[kMaxAxes], w_out[kMaxAxes];
-    KeyWeights(in, w_in);
+    const int64_t* w_in = InWeights(in);
+    int64_t w_out[kMaxAxes];
     KeyWeights(out, w_out);
     PermuteScratch& x = scratch_;
     x.changed.clear();
@@ -589,20 +588,25 @@ class Compact {
   // some device differs: with w_out[a] < w_in[a], the device at 1 on a alone (out-key w_out[a]
   // has in-digit 0); with w_out[a] > w_in[a], the device at 0 on a whose out-key is w_in[a]
   // (below a's place, so a-digit 0, but in-digit 1). So no device needs visiting.
-  // `in` is the state being expanded, the same for a whole permute class: its weights are
-  // kept between calls.
   uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
-    if (!priced_in_ || *priced_in_ != in.Key()) {
-      KeyWeights(in, priced_in_weights_);
-      priced_in_ = in.Key();
-    }
+    const int64_t* w_in = InWeights(in);
     int64_t w_out[kMaxAxes];
     KeyWeights(out, w_out);
     uint32_t crossed = 0;
     for (int a = 0; a < num_axes_; ++a) {
-      if (size_[a] > 1 && priced_in_weights_[a] != w_out[a]) crossed |= 1u << a;
+      if (size_[a] > 1 && w_in[a] != w_out[a]) crossed |= 1u << a;
     }
     return crossed;
+  }
+
+  // KeyWeights of a permute's input, kept between calls: it is the state being expanded, the
+  // same for the whole permute class priced from it.
+  const int64_t* InWeights(const CType& in) const {
+    if (!priced_in_ || *priced_in_ != in.Key()) {
+      KeyWeights(in, priced_in_weights_);
+      priced_in_ = in.Key();
+    }
+    return priced_in_weights_;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -891,7 +895,7 @@ class Compact {
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
   AxisCost slowest_;
   uint32_t slowest_axes_ = 0;
-  // SinglyHeldCrossed's last input and its KeyWeights.
+  // InWeights' last input and its KeyWeights.
   mutable std::optional<StateKey> priced_in_;
   mutable int64_t priced_in_weights_[kMaxAxes] = {};
   // PermuteUs's buffers, kept across calls.

@@ -62,12 +62,6 @@ constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // hand: a quarter. (On the bench suite at 2^23 case 26 keeps its whole-axis plan, 88.3 instead
 // of 76.9 µs: its refined middle search spends ~11 M units.)
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
-// Under a model whose axes differ in cost, that pass runs no middle search at all (only its
-// search-free plans compete: the fast path, the Shardy-style pass, gather-then-slice, the single
-// permute): the whole-axis search below (kNormalSearchWork) finds more per unit of work. On
-// gap-survey's skewed draws the refined middle searches spent their whole budget for nothing
-// in most 3-axis calls (docs/benchmarks.md).
-constexpr int64_t kRefinedMiddleWorkNonUniform = 0;
 // Under a model whose axes differ in cost, `normal` ends with `optimal`'s branch and bound on
 // whole axes, its plan as the incumbent, within this work (about a millisecond); when the
 // search gives up, normal's plan stands. Valleys cannot express what such models reward
@@ -1016,7 +1010,14 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // The middle searches of both passes share their permute classes (each candidate's search
   // would otherwise enumerate the same class again).
   internal::MiddleCache classes;
-  std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
+  // Under a model whose axes differ in cost, a refinement's pass (with `incumbent`) tries no
+  // valley, so runs no middle search: only its search-free plans compete (the fast path, the
+  // Shardy-style pass, gather-then-slice, the single permute). The whole-axis branch and bound
+  // (kNormalSearchWork) finds more per unit of work; on gap-survey's skewed draws the refined
+  // middle searches spent their whole budget for nothing in most 3-axis calls
+  // (docs/benchmarks.md).
+  std::vector<Candidate> candidates;
+  if (bytes_decide || incumbent == nullptr) candidates = Candidates(mesh, from, to, !bytes_decide);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -1036,8 +1037,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // size 2 it spends its whole work budget proving that nothing receives less.)
   if (model != nullptr && incumbent != nullptr) {
     return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known, timed_total,
-                         timed_us,
-                         bytes_decide ? kRefinedMiddleWork : kRefinedMiddleWorkNonUniform);
+                         timed_us, kRefinedMiddleWork);
   }
   absl::StatusOr<std::vector<Step>> bytes = NormalValleys(
       mesh, from, to, nullptr, bounds, classes, candidates, known, bytes_total, bytes_us);
@@ -1658,7 +1658,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       absl::StatusOr<std::vector<Step>> normal =
           NormalSteps(mesh, from, to, TimeModel(options), incumbent);
       if (!normal.ok()) return normal.status();
-      // Not on a refinement's pass (with `incumbent`): kRefinedMiddleWorkNonUniform.
+      // Not on a refinement's pass (with `incumbent`), which only has to beat this plan.
       if (incumbent == nullptr && NormalSearches(mesh, options)) {
         bool searched_out = false;  // Then normal's plan stands.
         normal = BranchAndBound(mesh, from, to, options, *std::move(normal), kNormalSearchWork,
