@@ -625,26 +625,20 @@ class Compact {
   bool LeavesSlice(const CType& type, const CType& target, const int64_t* target_local,
                    int a) const {
     for (int i = 0; i < rank_; ++i) {
-      int at = type.begin(i);
-      while (at < type.end[i] && type.ax[at] != a) ++at;
-      if (at == type.end[i]) continue;
-      int64_t w_a = LocalDim(type, i);
-      for (int t = at + 1; t < type.end[i]; ++t) w_a *= size_[type.ax[t]];
-      int64_t sizes[kMaxAxes], strides[kMaxAxes];
-      const int k = target.end[i] - target.begin(i);
-      int64_t stride = target_local[i];
-      int a_in_target = -1;
-      for (int j = k - 1; j >= 0; --j) {
-        const int b = target.ax[target.begin(i) + j];
-        sizes[j] = size_[b];
-        strides[j] = stride;
-        stride *= size_[b];
-        if (b == a) a_in_target = j;
+      if (const int64_t w_a = StrideOf(type, i, LocalDim(type, i), a); w_a != 0) {
+        return NeedsOtherSlices(w_a, StrideOf(target, i, target_local[i], a));
       }
-      return NeedsOtherSlices(w_a, size_[a], target_local[i], absl::MakeConstSpan(sizes, k),
-                              absl::MakeConstSpan(strides, k), a_in_target);
     }
     return false;
+  }
+  // The stride of axis a in dimension i of `c`, whose local size there is `local`: `local`
+  // times the sizes of the axes after a; 0 when a is not there.
+  int64_t StrideOf(const CType& c, int i, int64_t local, int a) const {
+    for (int t = c.end[i] - 1; t >= c.begin(i); --t) {
+      if (c.ax[t] == a) return local;
+      local *= size_[c.ax[t]];
+    }
+    return 0;
   }
 
   // CrossingAlphaUs on compact types (the same loop: equal results).

@@ -463,27 +463,6 @@ double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettle
   return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
 }
 
-bool NeedsOtherSlices(int64_t w_a, int64_t size_a, int64_t to_local,
-                      absl::Span<const int64_t> to_sizes, absl::Span<const int64_t> to_strides,
-                      int a_in_to) {
-  // Without a in the target's dimension, the device whose coordinate on a is 1 and on the
-  // target's axes there 0 needs element 0, whose digit is 0.
-  if (a_in_to < 0) return true;
-  const int k = static_cast<int>(to_sizes.size());
-  absl::InlinedVector<int64_t, 16> coords(k, 0);
-  while (true) {
-    int64_t offset = 0;
-    for (int j = 0; j < k; ++j) offset += coords[j] * to_strides[j];
-    const int64_t first = offset / w_a;
-    if (first != (offset + to_local - 1) / w_a || first % size_a != coords[a_in_to]) {
-      return true;
-    }
-    int j = k - 1;
-    while (j >= 0 && ++coords[j] == to_sizes[j]) coords[j--] = 0;
-    if (j < 0) return false;
-  }
-}
-
 double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                        const DistType& to) {
   const double fastest = model.Fastest(mesh).alpha_us;
@@ -497,23 +476,20 @@ double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType&
       return std::find(list.begin(), list.end(), axis.name) != list.end();
     };
     bool must = has(from.partial) && !has(to.partial);
-    for (int i = 0; i < from.rank() && !must; ++i) {
-      const std::vector<std::string>& axes = from.dims[i].axes;
-      auto at = std::find(axes.begin(), axes.end(), axis.name);
-      if (at == axes.end()) continue;
-      int64_t w_a = from_local[i];
-      for (auto after = at + 1; after != axes.end(); ++after) w_a *= mesh.AxisSize(*after);
-      const std::vector<std::string>& want = to.dims[i].axes;
-      std::vector<int64_t> sizes(want.size()), strides(want.size());
-      int64_t stride = to_local[i];
-      int a_in_to = -1;
-      for (int j = static_cast<int>(want.size()) - 1; j >= 0; --j) {
-        sizes[j] = mesh.AxisSize(want[j]);
-        strides[j] = stride;
-        stride *= sizes[j];
-        if (want[j] == axis.name) a_in_to = j;
+    // The stride of the axis in dimension i of `type` (local size `local` there): `local`
+    // times the sizes of the axes after it; 0 when it is not there.
+    auto stride_of = [&](const DistType& type, int i, int64_t local) -> int64_t {
+      const std::vector<std::string>& axes = type.dims[i].axes;
+      for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
+        if (*at == axis.name) return local;
+        local *= mesh.AxisSize(*at);
       }
-      must = NeedsOtherSlices(w_a, axis.size, to_local[i], sizes, strides, a_in_to);
+      return 0;
+    };
+    for (int i = 0; i < from.rank() && !must; ++i) {
+      if (const int64_t w_a = stride_of(from, i, from_local[i]); w_a != 0) {
+        must = NeedsOtherSlices(w_a, stride_of(to, i, to_local[i]));
+      }
     }
     if (must) crossing = alpha;
   }

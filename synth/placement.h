@@ -185,16 +185,16 @@ class LowerBoundsTo {
 
 // Whether some step of every plan from a type to the target must cross mesh axis a (size
 // >= 2), which sits in the type's dimension i with stride `w_a` (the type's local size there
-// times the sizes of the axes after a): some device's target block in dimension i holds an
-// element whose digit of a (floor(e / w_a) mod size_a) is not the device's own coordinate on
-// a, i.e. an element no device of its a-slice holds. `to_local`: the target's local size in
-// dimension i; `to_sizes` / `to_strides`: the target's axes there, major to minor, and their
-// strides; `a_in_to`: a's index among them, or -1. Visits the coordinates of the target's
-// axes in that dimension (at most the devices), stopping at the first device that needs
-// another slice.
-bool NeedsOtherSlices(int64_t w_a, int64_t size_a, int64_t to_local,
-                      absl::Span<const int64_t> to_sizes, absl::Span<const int64_t> to_strides,
-                      int a_in_to);
+// times the sizes of the axes after a): whether some device's target block in dimension i
+// holds an element whose digit of a (floor(e / w_a) mod size_a) is not the device's own
+// coordinate on a, i.e. an element no device of its a-slice holds. `w_a_in_to`: a's stride in
+// the target's dimension i (defined alike), or 0 when a is not there. That is the case exactly
+// when the strides differ: with equal strides the two digits are the same function of e; with
+// w < w' (the two strides, in either order) element e = w, which some device's block holds
+// (both strides times size_a divide the dimension), has digit 1 under w and 0 under w', and
+// without a in the target's dimension the device with coordinate 1 on a (0 elsewhere) needs
+// element 0, of digit 0.
+inline bool NeedsOtherSlices(int64_t w_a, int64_t w_a_in_to) { return w_a != w_a_in_to; }
 
 // The largest alpha (µs) among the axes every plan from `from` to `to` must cross, when it
 // exceeds the fastest axis's (else 0). A step crosses an axis when its group spans it (a
