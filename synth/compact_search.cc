@@ -261,6 +261,9 @@ class Compact {
     CType type;
     int64_t cost = 0;
     double us = 0;  // -1: a permute not priced yet.
+    // A permute's KeyWeights of `type` when Neighbors had them (PermuteUs), else null. They
+    // live in the permute class, which outlives the expansion.
+    const int64_t* weights = nullptr;
   };
   struct Node {
     CType type;
@@ -425,22 +428,29 @@ class Compact {
   // pairing crosses already cost as much as the slowest of all axes: a device whose block of
   // `out` no device of its a-slice holds in `in` receives it across a (LeavesSlice), and the
   // union of the crossed axes, which contains those, costs at most the slowest of all.
-  double PermuteUs(const CType& in, const CType& out) const {
+  // `w_out`: KeyWeights(out) when the caller has them, else null.
+  double PermuteUs(const CType& in, const CType& out, const int64_t* w_out) const {
+    const PricedInput& priced = Priced(in);
+    int64_t own_w_out[kMaxAxes];
+    if (w_out == nullptr) {
+      KeyWeights(out, own_w_out);
+      w_out = own_w_out;
+    }
     std::optional<AxisCost> link;  // The Slower of the axes some pair differs in.
-    if (Holders(in) == 1) {
-      link = SlowestOf(SinglyHeldCrossed(in, out));
+    if (priced.holders == 1) {
+      link = SlowestOf(SinglyHeldCrossed(priced.weights, w_out));
     } else if (PairingIsSlowest(in, out)) {
       link = slowest_;
     } else {
       DeviceCodes();
-      const uint64_t acc = PairedDiffs(in, out);
+      const uint64_t acc = PairedDiffs(priced.weights, w_out);
       uint32_t crossed = 0;
       for (int a = 0; a < num_axes_; ++a) {
         if (acc & scratch_.field[a]) crossed |= 1u << a;
       }
       link = SlowestOf(crossed);
     }
-    const double bytes = static_cast<double>(LocalBytes(in));
+    const double bytes = static_cast<double>(priced.bytes);
     return link ? link->alpha_us + link->TransferUs(bytes) : 0;
   }
 
@@ -497,10 +507,7 @@ class Compact {
   }
 
   // The OR of the code XORs of MinimalPermute's pairs, for any input.
-  uint64_t PairedDiffs(const CType& in, const CType& out) const {
-    const int64_t* w_in = InWeights(in);
-    int64_t w_out[kMaxAxes];
-    KeyWeights(out, w_out);
+  uint64_t PairedDiffs(const int64_t* w_in, const int64_t* w_out) const {
     PermuteScratch& x = scratch_;
     x.changed.clear();
     x.have.clear();
@@ -588,10 +595,7 @@ class Compact {
   // some device differs: with w_out[a] < w_in[a], the device at 1 on a alone (out-key w_out[a]
   // has in-digit 0); with w_out[a] > w_in[a], the device at 0 on a whose out-key is w_in[a]
   // (below a's place, so a-digit 0, but in-digit 1). So no device needs visiting.
-  uint32_t SinglyHeldCrossed(const CType& in, const CType& out) const {
-    const int64_t* w_in = InWeights(in);
-    int64_t w_out[kMaxAxes];
-    KeyWeights(out, w_out);
+  uint32_t SinglyHeldCrossed(const int64_t* w_in, const int64_t* w_out) const {
     uint32_t crossed = 0;
     for (int a = 0; a < num_axes_; ++a) {
       if (size_[a] > 1 && w_in[a] != w_out[a]) crossed |= 1u << a;
@@ -599,14 +603,23 @@ class Compact {
     return crossed;
   }
 
-  // KeyWeights of a permute's input, kept between calls: it is the state being expanded, the
-  // same for the whole permute class priced from it.
-  const int64_t* InWeights(const CType& in) const {
-    if (!priced_in_ || *priced_in_ != in.Key()) {
-      KeyWeights(in, priced_in_weights_);
-      priced_in_ = in.Key();
+  // What PermuteUs needs of a permute's input, kept between calls: it is the state being
+  // expanded, the same for the whole permute class priced from it.
+  struct PricedInput {
+    StateKey key;
+    int64_t weights[kMaxAxes] = {};  // KeyWeights.
+    int64_t holders = 0;             // Holders.
+    int64_t bytes = 0;               // LocalBytes.
+  };
+  const PricedInput& Priced(const CType& in) const {
+    if (!priced_in_ || priced_in_->key != in.Key()) {
+      priced_in_.emplace();
+      priced_in_->key = in.Key();
+      KeyWeights(in, priced_in_->weights);
+      priced_in_->holders = Holders(in);
+      priced_in_->bytes = LocalBytes(in);
     }
-    return priced_in_weights_;
+    return *priced_in_;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -889,9 +902,8 @@ class Compact {
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
   AxisCost slowest_;
   uint32_t slowest_axes_ = 0;
-  // InWeights' last input and its KeyWeights.
-  mutable std::optional<StateKey> priced_in_;
-  mutable int64_t priced_in_weights_[kMaxAxes] = {};
+  // Priced's last input.
+  mutable std::optional<PricedInput> priced_in_;
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
     std::vector<uint64_t> codes;  // DeviceCodes.
@@ -1295,7 +1307,10 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     MiddleCache::Impl::Class* info = PermuteClass(s, local, &complete);
     std::vector<std::pair<int64_t, int64_t>>* memo = nullptr;
     const uint64_t key = s.DimsKey();
-    if (complete) {
+    // Per source state: only searches sharing the cache expand a state again (one search
+    // settles each state once), and a class of thousands of members made this memo most of
+    // the time of `optimal`'s searches on 6-atom refinements.
+    if (complete && shared_) {
       memo = &info->moved[key];
       if (memo->empty()) memo->assign(info->members.size(), {-1, 0});
     }
@@ -1335,6 +1350,9 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
       }
       Charge(steps * kCountStepWork);
       add(Op{Kind::kPermute}, info->members[m], moved * in_bytes, -1);
+      if (!info->weights.empty() && info->weights[m][0] >= 0) {
+        edges.back().weights = info->weights[m].data();
+      }
     }
   }
 }
@@ -1437,10 +1455,12 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
           continue;
         }
         // The same charge as SearchPlan's, so both stop at the same point.
-        if (!uniform_ && edge.cost > 0 && !Charge(PermutePricingWork(mesh_, Holders(current)))) {
+        if (!uniform_ && edge.cost > 0 &&
+            !Charge(PermutePricingWork(mesh_, Priced(current).holders))) {
           return WorkExhausted();
         }
-        edge.us = uniform_ || edge.cost == 0 ? optimistic : PermuteUs(current, edge.type);
+        edge.us = uniform_ || edge.cost == 0 ? optimistic
+                                             : PermuteUs(current, edge.type, edge.weights);
       }
       const double new_us = us + edge.us;
       if (timed() && new_us > options_.max_cost_us) continue;
