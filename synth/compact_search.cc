@@ -210,6 +210,15 @@ class Compact {
         axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);
         if (size_[a] > 1) moving |= 1u << a;
       }
+      if (!uniform_ && num_axes_ <= kSlowestTableAxes) {
+        // Slower is a max and a min: exact in any order, so each entry extends a smaller one.
+        slowest_of_.resize(size_t{1} << num_axes_);
+        for (uint32_t m = 1; m < slowest_of_.size(); ++m) {
+          const AxisCost& axis = axis_cost_[std::countr_zero(m)];
+          const std::optional<AxisCost>& rest = slowest_of_[m & (m - 1)];
+          slowest_of_[m] = rest ? Slower(*rest, axis) : axis;
+        }
+      }
       slowest_ = SlowestOf(moving).value_or(AxisCost{});
       for (int a = 0; a < num_axes_; ++a) {
         if (size_[a] > 1 && (axis_cost_[a].alpha_us == slowest_.alpha_us ||
@@ -413,6 +422,25 @@ class Compact {
     return holders;
   }
 
+  // What PermuteUs needs of a permute's input, kept between calls: it is the state being
+  // expanded, the same for the whole permute class priced from it.
+  struct PricedInput {
+    StateKey key;
+    int64_t weights[kMaxAxes] = {};  // KeyWeights.
+    int64_t holders = 0;             // Holders.
+    int64_t bytes = 0;               // LocalBytes.
+  };
+  const PricedInput& Priced(const CType& in) const {
+    if (!priced_in_ || priced_in_->key != in.Key()) {
+      priced_in_.emplace();
+      priced_in_->key = in.Key();
+      KeyWeights(in, priced_in_->weights);
+      priced_in_->holders = Holders(in);
+      priced_in_->bytes = LocalBytes(in);
+    }
+    return *priced_in_;
+  }
+
   // The exact price of a permute (non-uniform models): StepCostUs of MinimalPermute's pairs,
   // computed without building them. That price is alpha + bytes over the bandwidth of the
   // elementwise slowest link of the pairs (Slower is a max and a min, so the order of the pairs
@@ -428,9 +456,9 @@ class Compact {
   // pairing crosses already cost as much as the slowest of all axes: a device whose block of
   // `out` no device of its a-slice holds in `in` receives it across a (LeavesSlice), and the
   // union of the crossed axes, which contains those, costs at most the slowest of all.
-  // `w_out`: KeyWeights(out) when the caller has them, else null.
-  double PermuteUs(const CType& in, const CType& out, const int64_t* w_out) const {
-    const PricedInput& priced = Priced(in);
+  // `priced`: Priced(in). `w_out`: KeyWeights(out) when the caller has them, else null.
+  double PermuteUs(const PricedInput& priced, const CType& in, const CType& out,
+                   const int64_t* w_out) const {
     int64_t own_w_out[kMaxAxes];
     if (w_out == nullptr) {
       KeyWeights(out, own_w_out);
@@ -456,6 +484,7 @@ class Compact {
 
   // The Slower of the axes in `axes` (a mask), nullopt when it is empty.
   std::optional<AxisCost> SlowestOf(uint32_t axes) const {
+    if (!slowest_of_.empty()) return slowest_of_[axes];
     std::optional<AxisCost> slowest;
     for (int a = 0; a < num_axes_; ++a) {
       if ((axes >> a) & 1u) slowest = slowest ? Slower(*slowest, axis_cost_[a]) : axis_cost_[a];
@@ -601,25 +630,6 @@ class Compact {
       if (size_[a] > 1 && w_in[a] != w_out[a]) crossed |= 1u << a;
     }
     return crossed;
-  }
-
-  // What PermuteUs needs of a permute's input, kept between calls: it is the state being
-  // expanded, the same for the whole permute class priced from it.
-  struct PricedInput {
-    StateKey key;
-    int64_t weights[kMaxAxes] = {};  // KeyWeights.
-    int64_t holders = 0;             // Holders.
-    int64_t bytes = 0;               // LocalBytes.
-  };
-  const PricedInput& Priced(const CType& in) const {
-    if (!priced_in_ || priced_in_->key != in.Key()) {
-      priced_in_.emplace();
-      priced_in_->key = in.Key();
-      KeyWeights(in, priced_in_->weights);
-      priced_in_->holders = Holders(in);
-      priced_in_->bytes = LocalBytes(in);
-    }
-    return *priced_in_;
   }
 
   // The summands a reduction still has to add up: the product of the sizes of the type's
@@ -902,6 +912,10 @@ class Compact {
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
   AxisCost slowest_;
   uint32_t slowest_axes_ = 0;
+  // SlowestOf of every mask, on meshes of up to kSlowestTableAxes axes under a non-uniform
+  // model (permute pricing asks for it per edge).
+  static constexpr int kSlowestTableAxes = 10;
+  std::vector<std::optional<AxisCost>> slowest_of_;
   // Priced's last input.
   mutable std::optional<PricedInput> priced_in_;
   // PermuteUs's buffers, kept across calls.
@@ -1428,6 +1442,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
       return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
     };
     const int64_t current_bytes = LocalBytes(current);
+    const PricedInput* priced = nullptr;  // Priced(current), on its first exact permute price.
     Neighbors(current, current_bytes, id > 0 && nodes[id].op.kind == Kind::kPermute,
               Floor{us, cost, steps}, improvable, edges);
     if (OverBudget()) return WorkExhausted();
@@ -1454,13 +1469,14 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
                                                  nodes[existing].steps)) {
           continue;
         }
-        // The same charge as SearchPlan's, so both stop at the same point.
-        if (!uniform_ && edge.cost > 0 &&
-            !Charge(PermutePricingWork(mesh_, Priced(current).holders))) {
-          return WorkExhausted();
+        if (!uniform_ && edge.cost > 0) {
+          if (priced == nullptr) priced = &Priced(current);
+          // The same charge as SearchPlan's, so both stop at the same point.
+          if (!Charge(PermutePricingWork(mesh_, priced->holders))) return WorkExhausted();
+          edge.us = PermuteUs(*priced, current, edge.type, edge.weights);
+        } else {
+          edge.us = optimistic;
         }
-        edge.us = uniform_ || edge.cost == 0 ? optimistic
-                                             : PermuteUs(current, edge.type, edge.weights);
       }
       const double new_us = us + edge.us;
       if (timed() && new_us > options_.max_cost_us) continue;

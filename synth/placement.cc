@@ -205,6 +205,10 @@ std::vector<uint8_t> PlacementKeyBytes::operator()(const std::vector<AxisRole>& 
 
 std::vector<uint8_t> PlacementKeyBytes::operator()(absl::Span<const int64_t> weights) const {
   std::vector<uint8_t> keys(devices_, 0);
+  // Local copies: stores through uint8_t may alias any member, which kept the loop below from
+  // vectorising (devices_ was reloaded after every byte).
+  const int64_t devices = devices_;
+  uint8_t* out = keys.data();
   for (size_t a = 0; a < coordinates_.size(); ++a) {
     // A size-1 axis (no coordinates kept) adds nothing whatever its weight, which can be the
     // stride past every other axis, e.g. 256 on a 256-device mesh.
@@ -214,7 +218,7 @@ std::vector<uint8_t> PlacementKeyBytes::operator()(absl::Span<const int64_t> wei
     RESHARD_CHECK(weights[a] < 256) << "placement weight " << weights[a];
     const uint8_t w = static_cast<uint8_t>(weights[a]);
     const uint8_t* c = coordinates_[a].data();
-    for (int64_t d = 0; d < devices_; ++d) keys[d] = static_cast<uint8_t>(keys[d] + w * c[d]);
+    for (int64_t d = 0; d < devices; ++d) out[d] = static_cast<uint8_t>(out[d] + w * c[d]);
   }
   return keys;
 }
