@@ -69,10 +69,10 @@ func.func @swap_sizes(%arg0: tensor<8x8xi32>) -> tensor<8x8xi32> {
 
 // CHECK-LABEL: func.func @paper_example
 // CHECK-SAME: (%{{.*}}: tensor<3x2xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @paper mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<3x2xf32> -> tensor<6x1xf32>
-// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @paper source_target_pairs = {{\[}}[1, 4], [2, 8], [3, 12], [4, 16], [5, 20], [6, 2], [7, 6], [8, 10], [9, 14], [10, 18], [11, 22], [12, 1], [13, 5], [14, 9], [15, 13], [16, 17], [17, 21], [18, 3], [19, 7], [20, 11], [21, 15], [22, 19]] : tensor<6x1xf32> -> tensor<6x1xf32>
-// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @paper mesh_axes = [2] split_axis = 0 concat_axis = 1 : tensor<6x1xf32> -> tensor<2x3xf32>
-// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @paper source_target_pairs = {{\[}}[1, 3], [2, 1], [3, 4], [4, 2], [7, 9], [8, 7], [9, 10], [10, 8], [13, 15], [14, 13], [15, 16], [16, 14], [19, 21], [20, 19], [21, 22], [22, 20]] : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @paper source_target_pairs = {{\[}}[1, 2], [2, 4], [3, 1], [4, 3], [7, 8], [8, 10], [9, 7], [10, 9], [13, 14], [14, 16], [15, 13], [16, 15], [19, 20], [20, 22], [21, 19], [22, 21]] : tensor<3x2xf32> -> tensor<3x2xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @paper mesh_axes = [2] split_axis = 0 concat_axis = 1 : tensor<3x2xf32> -> tensor<1x6xf32>
+// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @paper source_target_pairs = {{\[}}[1, 12], [2, 6], [3, 18], [4, 1], [5, 13], [6, 7], [7, 19], [8, 2], [9, 14], [10, 8], [11, 20], [12, 3], [13, 15], [14, 9], [15, 21], [16, 4], [17, 16], [18, 10], [19, 22], [20, 5], [21, 17], [22, 11]] : tensor<1x6xf32> -> tensor<1x6xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @paper mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<1x6xf32> -> tensor<2x3xf32>
 // CHECK-NEXT: return %{{.*}} : tensor<2x3xf32>
 func.func @paper_example(%arg0: tensor<12x12xf32>) -> tensor<12x12xf32> {
   %0 = mesh.shard %arg0 to <@paper, [[0, 1], [2, 3]]> : tensor<12x12xf32>
