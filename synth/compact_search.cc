@@ -460,18 +460,21 @@ class Compact {
   double PermuteUs(const PricedInput& priced, const CType& in, const CType& out,
                    const int64_t* w_out) const {
     int64_t own_w_out[kMaxAxes];
-    if (w_out == nullptr) {
-      KeyWeights(out, own_w_out);
-      w_out = own_w_out;
-    }
+    auto out_weights = [&] {
+      if (w_out == nullptr) {
+        KeyWeights(out, own_w_out);
+        w_out = own_w_out;
+      }
+      return w_out;
+    };
     std::optional<AxisCost> link;  // The Slower of the axes some pair differs in.
     if (priced.holders == 1) {
-      link = SlowestOf(SinglyHeldCrossed(priced.weights, w_out));
+      link = SlowestOf(SinglyHeldCrossed(priced.weights, out_weights()));
     } else if (PairingIsSlowest(in, out)) {
       link = slowest_;
     } else {
       DeviceCodes();
-      const uint64_t acc = PairedDiffs(priced.weights, w_out);
+      const uint64_t acc = PairedDiffs(priced.weights, out_weights());
       uint32_t crossed = 0;
       for (int a = 0; a < num_axes_; ++a) {
         if (acc & scratch_.field[a]) crossed |= 1u << a;

@@ -384,16 +384,15 @@ double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
              static_cast<double>(bounds.max_lacking_elements * ElementBytes(to.element_type)));
 }
 
-// One candidate valley: the descent's appends and the pre-gather type y, and what NormalSteps
-// needs of it, built once by Prepare: the descent's steps (with the all_reduce)
-// ending at x, the ascent's steps, their total bytes and (time mode) each step's modeled µs.
+// One candidate valley: the descent's appends and the pre-gather type y, and what Valley needs
+// of it, built by Prepare: the descent's steps (with the all_reduce) ending at x, the ascent's
+// steps, their total bytes and (time mode) each step's modeled µs.
 struct Candidate {
   std::vector<Append> descent;
   DistType y;
   // Slices and scatters after the middle, before the gathers (a middle-first candidate:
   // MiddleFirst).
   std::vector<Append> late;
-  bool prepared = false;
   std::vector<Step> down;
   DistType x;
   int64_t down_bytes = 0;
@@ -401,7 +400,6 @@ struct Candidate {
   // apply to x, whose partial axes may be listed in another order).
   std::vector<Step> up;
   int64_t up_bytes = 0;
-  bool priced = false;
   std::vector<double> down_us, up_us;  // StepUs per step; filled under the time objective.
 };
 
@@ -413,25 +411,22 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
 
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
              Candidate& c) {
-  if (!c.prepared) {
-    StepBuilder builder(mesh, from);
-    EmitDescent(c.descent, builder);
-    std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
-    std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
-    if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
-    c.x = builder.current();
-    c.down = std::move(builder.steps());
-    RESHARD_CHECK(LocalBytes(mesh, c.x) == LocalBytes(mesh, c.y))
-        << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
-    c.down_bytes = TotalBytes(mesh, from, c.down);
-    StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
-    EmitDescent(c.late, ascent);
-    EmitAscent(to, ascent.current(), ascent);
-    c.up = std::move(ascent.steps());
-    c.up_bytes = TotalBytes(mesh, c.y, c.up);
-    c.prepared = true;
-  }
-  if (model != nullptr && !c.priced) {
+  StepBuilder builder(mesh, from);
+  EmitDescent(c.descent, builder);
+  std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
+  std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
+  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+  c.x = builder.current();
+  c.down = std::move(builder.steps());
+  RESHARD_CHECK(LocalBytes(mesh, c.x) == LocalBytes(mesh, c.y))
+      << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
+  c.down_bytes = TotalBytes(mesh, from, c.down);
+  StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
+  EmitDescent(c.late, ascent);
+  EmitAscent(to, ascent.current(), ascent);
+  c.up = std::move(ascent.steps());
+  c.up_bytes = TotalBytes(mesh, c.y, c.up);
+  if (model != nullptr) {
     auto per_step = [&](const DistType& start, const std::vector<Step>& steps) {
       std::vector<double> us;
       const DistType* current = &start;
@@ -443,7 +438,6 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
     };
     c.down_us = per_step(from, c.down);
     c.up_us = per_step(c.x == c.y ? c.x : c.y, c.up);
-    c.priced = true;  // NormalSteps uses one model.
   }
 }
 
