@@ -400,13 +400,33 @@ struct Candidate {
   // apply to x, whose partial axes may be listed in another order).
   std::vector<Step> up;
   int64_t up_bytes = 0;
-  std::vector<double> down_us, up_us;  // StepUs per step; filled under the time objective.
+  // StepUs per step of AsChains(down) and AsChains(up); filled under the time objective.
+  std::vector<double> down_us, up_us;
 };
 
 // Whether `late` (Candidate::late) reduce_scatters `axis`.
 bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
   return std::any_of(late.begin(), late.end(),
                      [&](const Append& a) { return a.scatter && a.axis == axis; });
+}
+
+std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
+                              const std::vector<Step>& steps, const CostModel& model,
+                              bool pair_permutes = true);
+
+// `steps` (from `from`) as Synthesize's last rewrite, SplitGroups, would leave them on `mesh`,
+// for ranking plans by what they will cost, without permute pairs; nullopt when it would
+// change nothing (no step acts on several axes), and under a model whose axes differ:
+// under others SplitGroups also looks for gather helpers, and ranking by it cost ~25 % of the
+// skewed 3-axis p99 for a geometric mean normal / optimal of 1.0073x instead of 1.0078x on
+// gap-survey's skewed draws (docs/synthesis.md, "Cost-aware choice").
+std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from,
+                                          const std::vector<Step>& steps,
+                                          const CostModel& model) {
+  const bool groups = std::any_of(steps.begin(), steps.end(),
+                                  [](const Step& step) { return step.op.mesh_axes.size() > 1; });
+  if (!groups || !internal::IsUniform(mesh, model)) return std::nullopt;
+  return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false);
 }
 
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
@@ -436,8 +456,15 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
       }
       return us;
     };
-    c.down_us = per_step(from, c.down);
-    c.up_us = per_step(c.x == c.y ? c.x : c.y, c.up);
+    // As chains (the gathers, scatters and reductions over several axes cost what they will
+    // once split): ranked as if unsplit, a candidate whose chains are cheap lost to plans that
+    // split less well, e.g. suite case 60 (325.2 µs unsplit, 45.5 split) to the whole-axis
+    // plan (58.5 unsplit, 54.2 split) that bounds the refinement's pass.
+    const DistType& start = c.x == c.y ? c.x : c.y;
+    const std::optional<std::vector<Step>> down = AsChains(mesh, from, c.down, *model);
+    const std::optional<std::vector<Step>> up = AsChains(mesh, start, c.up, *model);
+    c.down_us = per_step(from, down ? *down : c.down);
+    c.up_us = per_step(start, up ? *up : c.up);
   }
 }
 
@@ -565,22 +592,19 @@ std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, con
 // permutes and all_to_alls; x=4,y=3,z=2: [3072{y},48] partial{z} -> [3072{x},48{y,z}] is
 // all_to_all y, slice x, reduce_scatter z (16.6 instead of 25.9 µs). nullopt when the shape
 // does not fit or nothing is left for the middle to do.
-// With `early`, the axes of N that do not end their dimensions are sliced and scattered
-// before the middle instead (onto the dimension `to` puts them in, when divisible), and the
-// partial axes `to` drops are all_reduced there (Prepare): with x fast and z slow,
-// x=2,y=1,z=2: [96,768{x}] partial{y} -> [96{y,x},768{z}] is reduce_scatter y, all_to_all x,
-// slice z (1.2 µs) where every valley permutes across z (22.9 µs). Only under models whose
-// axes differ: under the default model this form made as many cases worse as better, as
-// candidates are ranked before finish() splits their group collectives.
-std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, const DistType& to,
-                                     bool early) {
+// The axes of N that do not end their dimensions are sliced and scattered before the middle
+// instead (onto the dimension `to` puts them in, when divisible), and the partial axes `to`
+// drops are all_reduced there (Prepare): with x fast and z slow, x=2,y=1,z=2: [96,768{x}]
+// partial{y} -> [96{y,x},768{z}] is reduce_scatter y, all_to_all x, slice z (1.2 µs) where
+// every valley permutes across z (22.9 µs); under the default model x=2,y=3,z=2:
+// [3072{y},48] -> [3072{z},48{x,y}] is slice x, all_to_all y, slice z (10.7 instead of
+// 15.8 µs).
+std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
+                                     const DistType& to) {
   for (const Dim& dim : from.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(to, axis) < 0) return std::nullopt;
     }
-  }
-  for (const std::string& axis : from.partial) {
-    if (!early && AxisUse(to, axis) == kUnused) return std::nullopt;  // An all_reduce.
   }
   auto added = [&](const std::string& axis) {
     const int use = AxisUse(from, axis);
@@ -588,14 +612,13 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from, con
   };
   Candidate c;
   c.y = to;
-  std::optional<DistType> x;  // After the early slices and scatters (only `early` has them).
+  std::optional<DistType> x;  // After the early slices and scatters.
   for (int j = 0; j < to.rank(); ++j) {
     std::vector<std::string>& axes = c.y.dims[j].axes;
     size_t first_late = axes.size();
     while (first_late > 0 && added(axes[first_late - 1])) --first_late;
     for (size_t k = 0; k < first_late; ++k) {
       if (!added(axes[k])) continue;
-      if (!early) return std::nullopt;  // N is not a suffix.
       if (!x) x = from;
       const std::optional<int> dim = PickDim(mesh, *x, mesh.AxisSize(axes[k]), {j});
       if (!dim) return std::nullopt;
@@ -653,10 +676,8 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set. `skewed`: under a model whose axes differ
-// in cost (then MiddleFirst slices early).
-std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
-                                  bool skewed) {
+// skip set.
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
   std::vector<Candidate> candidates;
   auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
@@ -708,7 +729,7 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       }
     }
   }
-  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to, skewed)) {
+  if (std::optional<Candidate> c = MiddleFirst(mesh, from, to)) {
     candidates.push_back(*std::move(c));
   }
   // Each candidate again with the helper axes sliced first, when there is a reduction.
@@ -758,8 +779,13 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // Plans found otherwise (the Shardy-style pass, an incumbent) compete, and bound the middle
   // searches.
   for (const std::vector<Step>& plan : known) {
-    consider(plan, TotalBytes(mesh, from, plan),
-             model == nullptr ? 0.0 : CostUs(mesh, from, plan, *model));
+    if (model == nullptr) {
+      consider(plan, TotalBytes(mesh, from, plan), 0.0);
+      continue;
+    }
+    const std::optional<std::vector<Step>> chains = AsChains(mesh, from, plan, *model);
+    const std::vector<Step>& priced = chains ? *chains : plan;
+    consider(plan, TotalBytes(mesh, from, priced), CostUs(mesh, from, priced, *model));
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
@@ -1001,7 +1027,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // middle searches spent their whole budget for nothing in most 3-axis calls
   // (docs/benchmarks.md).
   std::vector<Candidate> candidates;
-  if (bytes_decide || incumbent == nullptr) candidates = Candidates(mesh, from, to, !bytes_decide);
+  if (bytes_decide || incumbent == nullptr) candidates = Candidates(mesh, from, to);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -1057,10 +1083,12 @@ const CostModel* TimeModel(const SynthesisOptions& options) {
   return options.objective == Objective::kModeledTime ? &options.cost_model : nullptr;
 }
 
-// A permute from `in` to `out` without pairs, or nothing when no device moves. CostUs prices
-// it as MinimalPermute would pair it under the model, which SplitGroups does for those it keeps.
-std::optional<Step> UnpairedPermute(const Mesh& mesh, const DistType& in, const DistType& out) {
-  if (internal::MovedDevices(mesh, in, out) == 0) return std::nullopt;
+// A permute from `in` to `out` without pairs, or nothing when the types are equal. CostUs
+// prices it as MinimalPermute would pair it under the model, which SplitGroups does for those
+// it keeps. Types that differ although no device moves (a size-1 axis changed places) still
+// need the step: the plan's types must chain (it is free, having no pairs).
+std::optional<Step> UnpairedPermute(const DistType& in, const DistType& out) {
+  if (in == out) return std::nullopt;
   return Step{Collective::Permute({}), out};
 }
 
@@ -1092,7 +1120,7 @@ void AppendPermute(const Mesh& mesh, const DistType& from, const Step& step,
     return;
   }
   out.pop_back();
-  if (std::optional<Step> merged = UnpairedPermute(mesh, base, step.type)) {
+  if (std::optional<Step> merged = UnpairedPermute(base, step.type)) {
     out.push_back(*std::move(merged));
   }
 }
@@ -1216,7 +1244,7 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
       us < best_us) {
     best_us = us;
     best.clear();  // This chain replaces the permute `out` ends with.
-    if (std::optional<Step> permute = UnpairedPermute(mesh, base, reordered)) {
+    if (std::optional<Step> permute = UnpairedPermute(base, reordered)) {
       best.push_back(*std::move(permute));
     }
     best.insert(best.end(), first.steps().begin(), first.steps().end());
@@ -1235,7 +1263,7 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   if (prefix_us + CostUs(mesh, current, last.steps(), model) + repair_us < best_us) {
     best = prefix;
     best.insert(best.end(), last.steps().begin(), last.steps().end());
-    if (std::optional<Step> permute = UnpairedPermute(mesh, best.back().type, step.type)) {
+    if (std::optional<Step> permute = UnpairedPermute(best.back().type, step.type)) {
       best.push_back(*std::move(permute));
     }
   }
@@ -1327,8 +1355,11 @@ std::optional<std::vector<Step>> WithGatherHelpers(const Mesh& mesh, const DistT
 // its pieces x:(4)2, x:(2)2, x:(1)2: 3 alphas instead of 7. A multi-atom all_to_all becomes
 // one per piece plus an order-repairing permute where that is cheaper (SplitAllToAll; this one
 // receives more bytes), and consecutive permutes merge into one (AppendPermute).
+// `pair_permutes` false: the permutes it adds or merges keep no pairs (priced from their
+// types, for ranking: AsChains).
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
-                              const std::vector<Step>& steps, const CostModel& model) {
+                              const std::vector<Step>& steps, const CostModel& model,
+                              bool pair_permutes) {
   std::vector<Step> out;
   DistType current = from;
   // The memory bound of the plans it splits (normal's and optimal's).
@@ -1436,6 +1467,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     current = step.type;
   }
   // Pairs for the permutes the all_to_all chains added or merged.
+  if (!pair_permutes) return out;
   const DistType* in = &from;
   for (Step& step : out) {
     if (step.op.kind == CollectiveKind::kCollectivePermute &&

@@ -240,5 +240,17 @@ TEST(OptimalRegression, NeverCostlierThanNormalWhenTheFinerSearchGivesUp) {
   EXPECT_TRUE(report->ok) << report->message;
 }
 
+// NormalSynthesis.InterpreterAgrees, seed 6071170963556363312 (once normal ranked candidates
+// as chains, 46b7d52..): --mesh y=3,w=2,z=2,a0b=1 --from 'bf16[6{y,w},1,18,1{a0b}]'
+// --to 'bf16[6,1{a0b},18{w,y},1]'. normal's plan permutes to [6{a0b,w,y},...] and
+// all_to_alls [w,y]; SplitGroups replaced both with a permute to [6{a0b,y,w},...] and one
+// all_to_all per atom, but dropped that permute because no device moves (only the size-1
+// axis a0b changes places), so the plan's types no longer chained and Synthesize aborted.
+TEST(SplitGroupsRegression, PermuteThatOnlyMovesASizeOneAxisIsKept) {
+  const Mesh mesh = M("y=3,w=2,z=2,a0b=1");
+  ExpectNormalAndOptimalRun(mesh, T(mesh, "bf16[6{y,w},1,18,1{a0b}]"),
+                            T(mesh, "bf16[6,1{a0b},18{w,y},1]"));
+}
+
 }  // namespace
 }  // namespace reshard
