@@ -415,11 +415,13 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               bool pair_permutes = true);
 
 // `steps` (from `from`) as Synthesize's last rewrite, SplitGroups, would leave them on `mesh`,
-// for ranking plans by what they will cost, without permute pairs; nullopt when it would
-// change nothing (no step acts on several axes), and under a model whose axes differ:
-// under others SplitGroups also looks for gather helpers, and ranking by it cost ~25 % of the
-// skewed 3-axis p99 for a geometric mean normal / optimal of 1.0073x instead of 1.0078x on
-// gap-survey's skewed draws (docs/synthesis.md, "Cost-aware choice").
+// for ranking plans by what they will cost, without permute pairs. Ranked unsplit, plans that
+// split well lost to plans that split less well: on suite case 60 the Shardy-style plan (325.2
+// µs unsplit, 45.5 as chains) lost to the whole-axis plan (58.5, 54.2 as chains). nullopt when
+// it would change nothing (no step acts on several axes), and under a model whose axes
+// differ, where SplitGroups also looks for gather helpers: ranking by it there cost ~25 % of
+// the skewed 3-axis p99 for a geometric mean normal / optimal of 1.0073x instead of 1.0078x
+// on gap-survey's skewed draws (docs/synthesis.md, "Cost-aware choice").
 std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from,
                                           const std::vector<Step>& steps,
                                           const CostModel& model) {
@@ -457,9 +459,7 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
       return us;
     };
     // As chains (the gathers, scatters and reductions over several axes cost what they will
-    // once split): ranked as if unsplit, a candidate whose chains are cheap lost to plans that
-    // split less well, e.g. suite case 60 (325.2 µs unsplit, 45.5 split) to the whole-axis
-    // plan (58.5 unsplit, 54.2 split) that bounds the refinement's pass.
+    // once split), as the plans in hand are ranked (NormalValleys).
     const DistType& start = c.x == c.y ? c.x : c.y;
     const std::optional<std::vector<Step>> down = AsChains(mesh, from, c.down, *model);
     const std::optional<std::vector<Step>> up = AsChains(mesh, start, c.up, *model);
@@ -776,8 +776,8 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
       best_us = us;
     }
   };
-  // Plans found otherwise (the Shardy-style pass, an incumbent) compete, and bound the middle
-  // searches.
+  // Plans found otherwise (the Shardy-style pass, an incumbent) compete, priced as chains, and
+  // bound the middle searches.
   for (const std::vector<Step>& plan : known) {
     if (model == nullptr) {
       consider(plan, TotalBytes(mesh, from, plan), 0.0);

@@ -941,8 +941,8 @@ TEST(NormalTest, MiddleFirstSlicesEarlyUnderTheDefaultModel) {
 
 TEST(NormalTest, CandidatesAreRankedAsChains) {
   // Suite case 60. Unsplit, the whole-axis plan costs 58.5 µs (54.2 as chains) and the
-  // refinement's valley through one all_to_all per atom 325.2 µs (45.5 as chains); ranked
-  // unsplit, the first bounded the second out of the refinement's pass.
+  // Shardy-style plan on the atoms (a permute, one all_to_all over six atoms) 325.2 µs (45.5
+  // as chains: one all_to_all per atom); ranked unsplit, the first won the refinement's pass.
   const Mesh mesh = M("a=4,b=4,c=4,d=4");
   absl::StatusOr<Plan> plan = Synthesize(mesh, T(mesh, "f32[4096{a,b,c,d},4096]"),
                                          T(mesh, "f32[4096{d},4096{a,b,c}]"));
