@@ -422,23 +422,19 @@ class Compact {
     return holders;
   }
 
-  // What PermuteUs needs of a permute's input, kept between calls: it is the state being
-  // expanded, the same for the whole permute class priced from it.
+  // What PermuteUs needs of a permute's input: the state being expanded, the same for every
+  // permute priced from it (Run computes it once per expansion).
   struct PricedInput {
-    StateKey key;
     int64_t weights[kMaxAxes] = {};  // KeyWeights.
     int64_t holders = 0;             // Holders.
     int64_t bytes = 0;               // LocalBytes.
   };
-  const PricedInput& Priced(const CType& in) const {
-    if (!priced_in_ || priced_in_->key != in.Key()) {
-      priced_in_.emplace();
-      priced_in_->key = in.Key();
-      KeyWeights(in, priced_in_->weights);
-      priced_in_->holders = Holders(in);
-      priced_in_->bytes = LocalBytes(in);
-    }
-    return *priced_in_;
+  PricedInput Priced(const CType& in) const {
+    PricedInput priced;
+    KeyWeights(in, priced.weights);
+    priced.holders = Holders(in);
+    priced.bytes = LocalBytes(in);
+    return priced;
   }
 
   // The exact price of a permute (non-uniform models): StepCostUs of MinimalPermute's pairs,
@@ -919,8 +915,6 @@ class Compact {
   // model (permute pricing asks for it per edge).
   static constexpr int kSlowestTableAxes = 10;
   std::vector<std::optional<AxisCost>> slowest_of_;
-  // Priced's last input.
-  mutable std::optional<PricedInput> priced_in_;
   // PermuteUs's buffers, kept across calls.
   struct PermuteScratch {
     std::vector<uint64_t> codes;  // DeviceCodes.
@@ -1445,7 +1439,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
       return !node.settled && !(Floor{node.us, node.cost, node.steps} <= floor);
     };
     const int64_t current_bytes = LocalBytes(current);
-    const PricedInput* priced = nullptr;  // Priced(current), on its first exact permute price.
+    std::optional<PricedInput> priced;  // Priced(current), on its first exact permute price.
     Neighbors(current, current_bytes, id > 0 && nodes[id].op.kind == Kind::kPermute,
               Floor{us, cost, steps}, improvable, edges);
     if (OverBudget()) return WorkExhausted();
@@ -1473,7 +1467,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
           continue;
         }
         if (!uniform_ && edge.cost > 0) {
-          if (priced == nullptr) priced = &Priced(current);
+          if (!priced) priced = Priced(current);
           // The same charge as SearchPlan's, so both stop at the same point.
           if (!Charge(PermutePricingWork(mesh_, priced->holders))) return WorkExhausted();
           edge.us = PermuteUs(*priced, current, edge.type, edge.weights);

@@ -472,27 +472,24 @@ double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType&
   const double fastest = model.Fastest(mesh).alpha_us;
   const std::vector<int64_t> from_local = LocalShape(mesh, from);
   const std::vector<int64_t> to_local = LocalShape(mesh, to);
+  // The stride of `axis` in dimension i of `type` (local size `local` there): `local` times
+  // the sizes of the axes after it; 0 when it is not there.
+  auto stride_of = [&](const std::string& axis, const DistType& type, int i, int64_t local) {
+    const std::vector<std::string>& axes = type.dims[i].axes;
+    for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
+      if (*at == axis) return local;
+      local *= mesh.AxisSize(*at);
+    }
+    return int64_t{0};
+  };
   double crossing = 0;
   for (const MeshAxis& axis : mesh.axes()) {
     const double alpha = model.Axis(axis.name).alpha_us;
     if (axis.size < 2 || alpha <= std::max(fastest, crossing)) continue;
-    auto has = [&](const std::vector<std::string>& list) {
-      return std::find(list.begin(), list.end(), axis.name) != list.end();
-    };
-    bool must = has(from.partial) && !has(to.partial);
-    // The stride of the axis in dimension i of `type` (local size `local` there): `local`
-    // times the sizes of the axes after it; 0 when it is not there.
-    auto stride_of = [&](const DistType& type, int i, int64_t local) -> int64_t {
-      const std::vector<std::string>& axes = type.dims[i].axes;
-      for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
-        if (*at == axis.name) return local;
-        local *= mesh.AxisSize(*at);
-      }
-      return 0;
-    };
+    bool must = Contains(from.partial, axis.name) && !Contains(to.partial, axis.name);
     for (int i = 0; i < from.rank() && !must; ++i) {
-      if (const int64_t w_a = stride_of(from, i, from_local[i]); w_a != 0) {
-        must = NeedsOtherSlices(w_a, stride_of(to, i, to_local[i]));
+      if (const int64_t w_a = stride_of(axis.name, from, i, from_local[i]); w_a != 0) {
+        must = NeedsOtherSlices(w_a, stride_of(axis.name, to, i, to_local[i]));
       }
     }
     if (must) crossing = alpha;
