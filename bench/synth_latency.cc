@@ -4,6 +4,7 @@
 //
 // BM_Case/<strategy>/<n>: one case of bench/cases.txt (n = its position), mean latency.
 // BM_PermutePricing/<n>: see below.
+// BM_Common/<n>: see below.
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls, and
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls.
@@ -148,6 +149,32 @@ void BM_PermutePricing(benchmark::State& state) {
   state.counters["ns_per_unit"] = ns / (static_cast<double>(state.iterations()) * units);
 }
 
+// BM_Common/<n>: `normal` on a reshard partitioners issue most (a reduction, a gather, a
+// dimension swap) on a 3-axis mesh whose axes split into atoms, so that Synthesize may run its
+// pass on the prime-factor refinement: mean latency.
+struct CommonCase {
+  const char* from;
+  const char* to;
+};
+const char kCommonMesh[] = "x=4,y=4,z=4";
+const CommonCase kCommon[] = {
+    {"f32[64,64] partial{x}", "f32[64,64]"},       // all_reduce
+    {"f32[64,64] partial{x}", "f32[64{x},64]"},    // reduce_scatter
+    {"f32[64{x},64]", "f32[64,64]"},               // all_gather
+    {"f32[64{x},64{y}]", "f32[64{y},64{x}]"},      // swap
+};
+
+void BM_Common(benchmark::State& state) {
+  const CommonCase& c = kCommon[state.range(0)];
+  const Mesh mesh = *ParseMesh(kCommonMesh);
+  const DistType from = *ParseValidType(mesh, c.from);
+  const DistType to = *ParseValidType(mesh, c.to);
+  for (auto _ : state) {
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions());
+    benchmark::DoNotOptimize(plan);
+  }
+}
+
 // Representative cases: 1-D a2a, 2-D swap, 2-D partial, paper 3-D example, 3-D swap,
 // 4-D reversal, 4-D 256-device move.
 const int kRepresentative[] = {0, 12, 17, 46, 33, 48, 61};
@@ -157,6 +184,9 @@ void Register() {
     benchmark::RegisterBenchmark("BM_PermutePricing", BM_PermutePricing)
         ->Arg(n)
         ->Unit(benchmark::kMicrosecond);
+  }
+  for (int n = 0; n < static_cast<int>(std::size(kCommon)); ++n) {
+    benchmark::RegisterBenchmark("BM_Common", BM_Common)->Arg(n)->Unit(benchmark::kMicrosecond);
   }
   for (Strategy s : {Strategy::kNormal, Strategy::kOptimal}) {
     for (int n : kRepresentative) {

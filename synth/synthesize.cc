@@ -992,6 +992,31 @@ bool LowerBoundEndsSearch(const Mesh& mesh, const CostModel* model) {
   return model == nullptr || internal::IsUniform(mesh, *model);
 }
 
+// Whether `normal`'s pass on the prime-factor refinement may improve `plan` (its plan from
+// `from` to `to` on whole axes), under LowerBoundEndsSearch's models: not when the plan
+// receives no more bytes than the lower bound (no plan receives fewer), nor when it neither
+// moves data (no all_to_all, no permute) nor splits over an axis `from` does not use (it
+// only slices, reduces and gathers axes `from` names). Splitting such a plan's group
+// collectives into chains over the atoms (SplitGroups, which runs either way) gives what the
+// finer pass found: on the suite, 400 seeded cases (default model and bytes objective) and
+// gap-survey's 5 000 draws, skipping it there changed no plan, and an all_reduce over x = 4
+// on x=4,y=4,z=4 takes less than half the time (bench/synth_latency.cc, BM_Common; numbers
+// in docs/benchmarks.md). A new axis can take a reduced or gathered
+// axis's atoms' place (x=2,y=8,z=4: [3072] partial{z,x} -> [3072{y,x}] is 20.1 µs with the
+// finer pass, 25.0 without), so it keeps the pass.
+bool FinerPassMayPay(const DistType& from, const DistType& to, const Plan& plan) {
+  if (plan.metrics.bytes_received_total <= plan.metrics.lower_bound_bytes_total) return false;
+  const bool moves = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& step) {
+    return step.op.kind == CollectiveKind::kAllToAll ||
+           step.op.kind == CollectiveKind::kCollectivePermute;
+  });
+  if (moves) return true;
+  return std::any_of(to.dims.begin(), to.dims.end(), [&](const Dim& dim) {
+    return std::any_of(dim.axes.begin(), dim.axes.end(),
+                       [&](const std::string& axis) { return AxisUse(from, axis) == kUnused; });
+  });
+}
+
 // `normal`: without `model` (the bytes objective), the byte-optimal valley (the paper's
 // objective). With `model`, the valley of least modeled time among the candidates (ties:
 // fewer bytes), which may trade bytes for fewer latency terms, e.g. a permute and a small
@@ -1838,11 +1863,10 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   if (fine->refined().num_axes() == coarse->refined().num_axes()) {
     return finish(*coarse, std::move(plan));
   }
-  // `normal` is a heuristic: it synthesizes on the finer mesh only when its plan leaves bytes
-  // above the lower bound (no plan receives fewer), where that ends its search
-  // (LowerBoundEndsSearch). `optimal` always searches the finer mesh.
-  if (options.strategy != Strategy::kOptimal && plan.ok() &&
-      plan->metrics.bytes_received_total <= plan->metrics.lower_bound_bytes_total &&
+  // `normal` is a heuristic: it synthesizes on the finer mesh only where that may pay
+  // (FinerPassMayPay), under a model where that ends its search (LowerBoundEndsSearch).
+  // `optimal` always searches the finer mesh.
+  if (options.strategy != Strategy::kOptimal && plan.ok() && !FinerPassMayPay(from, to, *plan) &&
       LowerBoundEndsSearch(mesh, TimeModel(options))) {
     return finish(*fine, std::move(plan));
   }
