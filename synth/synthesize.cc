@@ -1812,9 +1812,11 @@ bool SplitsAxes(Strategy strategy) {
   return strategy == Strategy::kNormal || strategy == Strategy::kOptimal;
 }
 
-// Synthesize without the final check.
+// Synthesize without the final check. `unproven`: when not null, set when `optimal`'s search
+// on the prime-factor refinement gave up (Optimality::kWholeAxesOnly).
 absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
-                                         const DistType& to, const SynthesisOptions& options) {
+                                         const DistType& to, const SynthesisOptions& options,
+                                         bool* unproven = nullptr) {
   if (options.strategy == Strategy::kAuto) {
     // normal's whole plan (refinement, chains, its branch and bound) against direct's, which
     // refuses exchanges too large to build (ResourceExhausted): direct only when strictly
@@ -1887,6 +1889,7 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
     plan = std::move(finer);
   }
   if (!gave_up) return plan;
+  if (unproven != nullptr) *unproven = true;
   // Not proven: the plan in hand descends from optimal's whole-axis plan, which knows no
   // sub-axes, and from normal on the finer mesh bounded by it, which ranks its valleys before
   // finish() splits their groups. Normal's own plan can still be cheaper (e.g. a gather over
@@ -1906,8 +1909,13 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
 
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options) {
-  absl::StatusOr<Plan> plan = SynthesizeUnchecked(mesh, from, to, options);
-  if (plan.ok()) CheckOrDie(*plan, "synthesized an ill-typed plan");
+  bool unproven = false;
+  absl::StatusOr<Plan> plan = SynthesizeUnchecked(mesh, from, to, options, &unproven);
+  if (!plan.ok()) return plan;
+  CheckOrDie(*plan, "synthesized an ill-typed plan");
+  if (options.strategy == Strategy::kOptimal) {
+    plan->optimality = unproven ? Optimality::kWholeAxesOnly : Optimality::kProven;
+  }
   return plan;
 }
 

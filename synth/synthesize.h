@@ -33,8 +33,11 @@ enum class Strategy {
   // to full size, then all_slice to the target. Not memory-bounded.
   kNaive,
   // Exact A* search over distributed types (synth/search.h) minimising modeled time under
-  // SynthesisOptions::cost_model, then total bytes, within the memory bound. The optimum of the
-  // whole-axis collective vocabulary; ResourceExhausted past max_states.
+  // SynthesisOptions::cost_model, then total bytes, within the memory bound, on whole axes and
+  // then on the prime-factor refinement (sub-axes; docs/sub_axes.md). ResourceExhausted when
+  // the search on whole axes gives up. Plan::optimality says what was proven: kProven, or
+  // kWholeAxesOnly when the search on the refinement gave up (the plan is then the cheapest
+  // on whole axes, and no costlier than `normal`'s).
   kOptimal,
   // Baseline imitating XLA's GSPMD resharding (docs/baselines.md): permute if only device
   // order differs, all_to_alls for dimension swaps, slices/gathers for refinements, otherwise

@@ -279,6 +279,19 @@ run_cli /dev/null plan --mesh x=2,y=4 --from 'f32[8{x},16{y}]' --to 'f32[8{y},16
   --strategy optimal --json --no-sub-axes
 got=$(sub_bytes)
 if [[ $rc -eq 0 && $got != *":"* ]]; then pass "--no-sub-axes keeps whole axes: $got"; else fail "--no-sub-axes keeps whole axes" "exit $rc, got '$got'"; fi
+# What optimal proved: said in the listing; with --json (whose keys are fixed) only when the
+# search over sub-axes gave up, on stderr (bench case 60: a permute class past the cap).
+run_cli /dev/null plan --mesh x=2,y=4 --from 'f32[8{x},16{y}]' --to 'f32[8{y},16{x}]' \
+  --strategy optimal
+if [[ $rc -eq 0 && $out == *"(proven optimal: "* ]]; then pass "optimal's listing says it is proven"; else fail "optimal's listing says it is proven" "exit $rc" "$out"; fi
+run_cli /dev/null plan --mesh a=4,b=4,c=4,d=4 --from 'f32[4096{a,b,c,d},4096]' \
+  --to 'f32[4096{d},4096{a,b,c}]' --strategy optimal --json
+if [[ $rc -eq 0 && $err == "reshard: note: optimal among plans on whole axes only"* ]] &&
+  python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out"; then
+  pass "an unproven optimal plan is said on stderr, the JSON unchanged"
+else
+  fail "an unproven optimal plan is said on stderr" "exit $rc" "stderr: $err"
+fi
 run_cli /dev/null run --mesh 'x=6,y=4' --from 'f32[12{x},2]' --to 'f32[12{y},2]'
 if [[ $rc -eq 0 ]]; then pass "sub-axes find a bounded plan where whole axes cannot"; else fail "sub-axes find a bounded plan where whole axes cannot" "exit $rc" "$err"; fi
 

@@ -308,6 +308,57 @@ TEST(SubAxisSynthesisTest, OptimalReachesTheLowerBoundThroughSubAxes) {
   EXPECT_EQ(p.split.metrics.lower_bound_bytes_total, 12 * 1024);
 }
 
+// What `optimal` proved (Plan::optimality), under the default model.
+Plan SynthDefault(const Mesh& mesh, const char* from, const char* to, Strategy strategy) {
+  SynthesisOptions options;
+  options.strategy = strategy;
+  absl::StatusOr<Plan> plan = Synthesize(mesh, T(mesh, from), T(mesh, to), options);
+  EXPECT_TRUE(plan.ok()) << from << " -> " << to << ": " << plan.status();
+  return plan.ok() ? *plan : Plan{};
+}
+
+TEST(OptimalityTest, OnlyOptimalClaimsAnything) {
+  Mesh mesh = M("x=2,y=4");
+  EXPECT_EQ(SynthDefault(mesh, "f32[8{x},16{y}]", "f32[8{y},16{x}]", Strategy::kOptimal).optimality,
+            Optimality::kProven);
+  for (Strategy s : AllStrategies()) {
+    if (s == Strategy::kOptimal) continue;
+    EXPECT_EQ(SynthDefault(mesh, "f32[8{x},16{y}]", "f32[8{y},16{x}]", s).optimality,
+              Optimality::kNotClaimed)
+        << StrategyName(s);
+  }
+}
+
+TEST(OptimalityTest, PlanMeetingTheBoundsIsProvenWithoutSearching) {
+  // Bench case 58: one permute that receives only the lower bound, at one alpha, which is
+  // the search's bound at the source. The search on the 8-atom refinement used to explore
+  // every path as fast, for fewer bytes than the byte bound allows, and give up.
+  Mesh mesh = M("a=4,b=4,c=4,d=4");
+  Plan plan = SynthDefault(mesh, "f32[16384{a,b},16384{c,d}]", "f32[16384{c,d},16384{a,b}]",
+                           Strategy::kOptimal);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].op.kind, CollectiveKind::kCollectivePermute);
+  EXPECT_EQ(plan.optimality, Optimality::kProven);
+}
+
+TEST(OptimalityTest, GivingUpOnTheRefinementIsSaid) {
+  // Bench case 60: the refinement has 8 atoms of size 2, and a permute class there is past the
+  // search's cap. The plan is the whole-axis optimum (or better), no costlier than normal's.
+  Mesh mesh = M("a=4,b=4,c=4,d=4");
+  const char* from = "f32[4096{a,b,c,d},4096]";
+  const char* to = "f32[4096{d},4096{a,b,c}]";
+  Plan plan = SynthDefault(mesh, from, to, Strategy::kOptimal);
+  EXPECT_EQ(plan.optimality, Optimality::kWholeAxesOnly);
+  EXPECT_LE(plan.metrics.cost_us, SynthDefault(mesh, from, to, Strategy::kNormal).metrics.cost_us);
+  SynthesisOptions whole;
+  whole.strategy = Strategy::kOptimal;
+  whole.sub_axes = false;
+  absl::StatusOr<Plan> whole_plan = Synthesize(mesh, T(mesh, from), T(mesh, to), whole);
+  ASSERT_TRUE(whole_plan.ok()) << whole_plan.status();
+  EXPECT_EQ(whole_plan->optimality, Optimality::kProven);
+  EXPECT_LE(plan.metrics.cost_us, whole_plan->metrics.cost_us);
+}
+
 // The functions written for whole axes refine internally (they used to index arrays with
 // AxisIndex's -1 for a sub-axis name); SearchPlan compares partial axes on the refinement,
 // where `y:(1)4` contains `y:(1)2` (it used to reject this by spelling).

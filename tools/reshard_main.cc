@@ -223,6 +223,21 @@ std::string BoundNote(const std::string& strategy, int64_t peak, int64_t bound) 
   return ": EXCEEDED";
 }
 
+// What `optimal` proved of its plan, in words; empty when nothing is claimed.
+std::string_view OptimalityNote(Optimality optimality) {
+  switch (optimality) {
+    case Optimality::kNotClaimed:
+      return "";
+    case Optimality::kProven:
+      return "proven optimal: no plan of the collective vocabulary within the memory bound is "
+             "cheaper";
+    case Optimality::kWholeAxesOnly:
+      return "optimal among plans on whole axes only: the search over sub-axes gave up at its "
+             "work budget, and a plan splitting axes further may be cheaper";
+  }
+  return "";
+}
+
 // The readable listing of `plan`; `naive` is the baseline to compare with (or why there is
 // none).
 void PrintPlan(std::ostream& out, const Plan& plan, const absl::StatusOr<Plan>& naive) {
@@ -234,6 +249,9 @@ void PrintPlan(std::ostream& out, const Plan& plan, const absl::StatusOr<Plan>& 
   out << "from  " << table.Row(plan.source) << "\n";
   out << "to    " << table.Row(plan.target) << "\n";
   out << "\nplan  strategy " << plan.strategy << ", " << StepCount(plan.steps.size()) << "\n";
+  if (!OptimalityNote(plan.optimality).empty()) {
+    out << "  (" << OptimalityNote(plan.optimality) << ")\n";
+  }
   if (plan.steps.empty()) out << "  (none: the source already has the target type)\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
@@ -359,6 +377,10 @@ int RunPlanCommand(const PlanCommand& flags) {
   if (!plan.ok()) return ReportError(plan.status().message());
   if (flags.json) {
     std::cout << PlanToJson(*plan) << std::endl;
+    // The JSON form has no field for it (DESIGN §3): an unproven claim is said on stderr.
+    if (plan->optimality == Optimality::kWholeAxesOnly) {
+      std::cerr << "reshard: note: " << OptimalityNote(plan->optimality) << std::endl;
+    }
     return kExitOk;
   }
   absl::StatusOr<Plan> naive = absl::UnavailableError("not computed");

@@ -45,6 +45,20 @@ struct Metrics {
   bool operator==(const Metrics&) const = default;
 };
 
+// What the strategy that built a plan established about its cost under the synthesis
+// objective (modeled time, then bytes; or bytes, then time).
+enum class Optimality {
+  // Nothing: every strategy but `optimal`, and plans read from JSON.
+  kNotClaimed,
+  // No plan of the collective vocabulary is cheaper: `optimal`'s exact search finished on the
+  // prime-factor refinement of the mesh (every sub-axis a plan may use), or on the mesh with
+  // the types' own sub-axes when sub-axes are turned off (SynthesisOptions::sub_axes).
+  kProven,
+  // No plan on whole axes (and the types' own sub-axes) is cheaper, but the search on the
+  // prime-factor refinement gave up at its work budget: a plan splitting axes further may be.
+  kWholeAxesOnly,
+};
+
 struct Plan {
   Mesh mesh;
   DistType source;
@@ -55,6 +69,8 @@ struct Plan {
   // The model metrics.cost_us was computed with (not part of the JSON form: PlanFromJson
   // takes it as an argument, like the CLI's --axis-cost).
   CostModel cost_model;
+  // Not part of the JSON form (DESIGN §3); the CLI prints it for `optimal`.
+  Optimality optimality = Optimality::kNotClaimed;
 
   // The type after the last step (the source when there are no steps).
   const DistType& result() const { return steps.empty() ? source : steps.back().type; }
