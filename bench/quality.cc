@@ -375,6 +375,8 @@ int Main(int argc, char** argv) {
   std::map<std::string, GeoMean> speedups;
   GeoMean normal_vs_optimal_cost, normal_vs_optimal_bytes;
   int normal_at_optimal = 0, compared = 0;
+  int optimal_plans = 0;
+  std::vector<int> unproven;  // Cases whose `optimal` plan is optimal among whole axes only.
   std::vector<std::string> labels;
   std::vector<std::vector<double>> series(3);
 
@@ -461,6 +463,10 @@ int Main(int argc, char** argv) {
     if (normal.ok() && greedy.ok()) {
       series[2].back() = ratio(greedy->metrics.cost_us, normal->metrics.cost_us);
     }
+    if (optimal.ok()) {
+      ++optimal_plans;
+      if (optimal->optimality != Optimality::kProven) unproven.push_back(index);
+    }
     if (normal.ok() && optimal.ok()) {
       ++compared;
       normal_vs_optimal_cost.Add(normal->metrics.cost_us, optimal->metrics.cost_us);
@@ -485,6 +491,9 @@ int Main(int argc, char** argv) {
       normal_vs_optimal_bytes.count, normal_vs_optimal_bytes.skipped);
   std::cout << "\nnormal reaches optimal's cost on " << normal_at_optimal << " of " << compared
             << " cases.\n";
+  std::cout << "optimal proven optimal (Plan::optimality) on " << optimal_plans - unproven.size()
+            << " of " << optimal_plans << " plans; among whole axes only on "
+            << (unproven.empty() ? "none" : absl::StrJoin(unproven, ", ")) << ".\n";
   PrintSubAxisSection(sub_axis_rows);
   if (!svg_path.empty()) {
     WriteSvg(svg_path, labels, series,
