@@ -1000,10 +1000,10 @@ bool LowerBoundEndsSearch(const Mesh& mesh, const CostModel* model) {
 // collectives into chains over the atoms (SplitGroups, which runs either way) gives what the
 // finer pass found: on the suite, 400 seeded cases (default model and bytes objective) and
 // gap-survey's 5 000 draws, skipping it there changed no plan, and an all_reduce over x = 4
-// on x=4,y=4,z=4 takes less than half the time (bench/synth_latency.cc, BM_Common; numbers
-// in docs/benchmarks.md). A new axis can take a reduced or gathered
-// axis's atoms' place (x=2,y=8,z=4: [3072] partial{z,x} -> [3072{y,x}] is 20.1 µs with the
-// finer pass, 25.0 without), so it keeps the pass.
+// on x=4,y=4,z=4 takes less than half the time (bench/synth_latency.cc, BM_Common; numbers in
+// docs/benchmarks.md). A new axis keeps the pass: its atoms can take a reduced or gathered
+// axis's place (x=2,y=8,z=4: [3072] partial{z,x} -> [3072{y,x}] is 20.1 µs with the finer
+// pass, 25.0 without).
 bool FinerPassMayPay(const DistType& from, const DistType& to, const Plan& plan) {
   if (plan.metrics.bytes_received_total <= plan.metrics.lower_bound_bytes_total) return false;
   const bool moves = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& step) {

@@ -232,8 +232,8 @@ std::string_view OptimalityNote(Optimality optimality) {
       return "proven optimal: no plan of the collective vocabulary within the memory bound is "
              "cheaper";
     case Optimality::kWholeAxesOnly:
-      return "optimal among plans on whole axes only: the search over sub-axes gave up at its "
-             "work budget, and a plan splitting axes further may be cheaper";
+      return "optimal among plans on whole axes only: the search over sub-axes gave up (work "
+             "budget or permute-class cap), and a plan splitting axes further may be cheaper";
   }
   return "";
 }

@@ -55,7 +55,8 @@ enum class Optimality {
   // the types' own sub-axes when sub-axes are turned off (SynthesisOptions::sub_axes).
   kProven,
   // No plan on whole axes (and the types' own sub-axes) is cheaper, but the search on the
-  // prime-factor refinement gave up at its work budget: a plan splitting axes further may be.
+  // prime-factor refinement gave up (its work budget, or a permute class past its cap): a plan
+  // splitting axes further may be.
   kWholeAxesOnly,
 };
 
