@@ -493,7 +493,11 @@ int RunRunCommand(const RunCommand& flags) {
               << "from  " << ToString(plan->source) << "\n"
               << "to    " << ToString(plan->target) << "\n"
               << "plan  strategy " << plan->strategy << ", " << plan->steps.size()
-              << (plan->steps.size() == 1 ? " step" : " steps") << "\n\n";
+              << (plan->steps.size() == 1 ? " step" : " steps") << "\n";
+    if (!OptimalityNote(plan->optimality).empty()) {
+      std::cout << "  (" << OptimalityNote(plan->optimality) << ")\n";
+    }
+    std::cout << "\n";
     if (report->ok) {
       std::cout << "data     OK: all " << mesh.num_devices()
                 << " devices hold exactly their block of the target\n";
