@@ -359,6 +359,26 @@ TEST(OptimalityTest, GivingUpOnTheRefinementIsSaid) {
   EXPECT_LE(plan.metrics.cost_us, whole_plan->metrics.cost_us);
 }
 
+TEST(SubAxisSynthesisTest, ReductionsOverCompositeAxesAreChainsAtOptimalsCost) {
+  // normal no longer runs its pass on the prime-factor refinement for plans that only slice,
+  // reduce and gather the source's own axes (FinerPassMayPay): the chains over the atoms
+  // still come from splitting the group collectives, and match optimal's proven cost.
+  Mesh mesh = M("x=4,y=4,z=4");
+  for (auto [to, steps] : std::vector<std::pair<const char*, size_t>>{
+           {"f32[64,64]", 4},       // all_reduce: two scatters, two gathers
+           {"f32[64{x},64]", 2}}) {  // reduce_scatter: two scatters
+    const char* from = "f32[64,64] partial{x}";
+    Plan normal = SynthDefault(mesh, from, to, Strategy::kNormal);
+    Plan optimal = SynthDefault(mesh, from, to, Strategy::kOptimal);
+    EXPECT_EQ(normal.steps.size(), steps) << to;
+    EXPECT_EQ(normal.metrics.cost_us, optimal.metrics.cost_us) << to;
+    EXPECT_EQ(optimal.optimality, Optimality::kProven) << to;
+    absl::StatusOr<RunReport> report = RunPlan(normal);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->ok) << to << ": " << report->message;
+  }
+}
+
 // The functions written for whole axes refine internally (they used to index arrays with
 // AxisIndex's -1 for a sub-axis name); SearchPlan compares partial axes on the refinement,
 // where `y:(1)4` contains `y:(1)2` (it used to reject this by spelling).
