@@ -567,13 +567,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   index.emplace(TypeKey(from_), 0);
   queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
-  // Every path starts here, so when the source's bounds already rule out beating the plan
-  // held (it meets them: e.g. one permute that moves only what devices lack, at one alpha), no
-  // path can. The check in the loop cannot use the byte floor (in time mode the queue's byte
-  // key is 0): at the source it would explore every path as fast as the plan held, looking for
-  // fewer bytes than the floor allows.
-  if (options_.incumbent &&
-      !internal::WithinSearchBounds(options_, 0, 0, nodes[0].h.us, nodes[0].h.bytes_floor)) {
+  if (internal::SourceCannotBeatIncumbent(options_, nodes[0].h)) {
     return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ", ToString(to_),
                                             " is cheaper than the one held"));
   }

@@ -53,6 +53,11 @@ bool WithinSearchBounds(const SearchOptions& options, double us, int64_t cost, d
   return CanBeatIncumbent(options, total_us, bytes);
 }
 
+bool SourceCannotBeatIncumbent(const SearchOptions& options, const RestBound& source) {
+  return options.incumbent.has_value() &&
+         !WithinSearchBounds(options, 0, 0, source.us, source.bytes_floor);
+}
+
 bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,
                              MiddleGrowthBound* growth, int64_t pieces, double path_us,
                              int64_t path_bytes, int64_t in_bytes) {

@@ -59,6 +59,15 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
 // within it and strictly fewer bytes (bytes mode: strictly fewer bytes).
 bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes);
 
+// Whether the search from a source whose rest bounds are `source` can end before its first
+// expansion: options has an incumbent, and no path, all of which start at the source, can
+// beat it or stay within max_cost / max_cost_us (WithinSearchBounds at cost 0). The queue's
+// own check cannot see this: it uses the queue's byte key, which is 0 in time mode, so at the
+// source it would explore every path as fast as the incumbent, looking for fewer bytes than
+// the byte floor allows (e.g. an incumbent that is one permute moving only what devices lack,
+// at one alpha).
+bool SourceCannotBeatIncumbent(const SearchOptions& options, const RestBound& source);
+
 // Branch and bound: whether a path of cost (us, cost) so far, whose rest costs at least
 // (rest_us, bytes_floor), can still stay within options.max_cost and max_cost_us and beat the
 // incumbent, with the byte floor deciding among paths as fast as the incumbent. A node outside

@@ -238,6 +238,12 @@ std::string_view OptimalityNote(Optimality optimality) {
   return "";
 }
 
+// The line under a listing's plan header that says OptimalityNote; empty when it is.
+std::string OptimalityLine(const Plan& plan) {
+  const std::string_view note = OptimalityNote(plan.optimality);
+  return note.empty() ? "" : "  (" + std::string(note) + ")\n";
+}
+
 // The readable listing of `plan`; `naive` is the baseline to compare with (or why there is
 // none).
 void PrintPlan(std::ostream& out, const Plan& plan, const absl::StatusOr<Plan>& naive) {
@@ -248,10 +254,8 @@ void PrintPlan(std::ostream& out, const Plan& plan, const absl::StatusOr<Plan>& 
   out << "mesh  " << mesh.ToString() << "  (" << mesh.num_devices() << " devices)\n";
   out << "from  " << table.Row(plan.source) << "\n";
   out << "to    " << table.Row(plan.target) << "\n";
-  out << "\nplan  strategy " << plan.strategy << ", " << StepCount(plan.steps.size()) << "\n";
-  if (!OptimalityNote(plan.optimality).empty()) {
-    out << "  (" << OptimalityNote(plan.optimality) << ")\n";
-  }
+  out << "\nplan  strategy " << plan.strategy << ", " << StepCount(plan.steps.size()) << "\n"
+      << OptimalityLine(plan);
   if (plan.steps.empty()) out << "  (none: the source already has the target type)\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
@@ -493,11 +497,8 @@ int RunRunCommand(const RunCommand& flags) {
               << "from  " << ToString(plan->source) << "\n"
               << "to    " << ToString(plan->target) << "\n"
               << "plan  strategy " << plan->strategy << ", " << plan->steps.size()
-              << (plan->steps.size() == 1 ? " step" : " steps") << "\n";
-    if (!OptimalityNote(plan->optimality).empty()) {
-      std::cout << "  (" << OptimalityNote(plan->optimality) << ")\n";
-    }
-    std::cout << "\n";
+              << (plan->steps.size() == 1 ? " step" : " steps") << "\n"
+              << OptimalityLine(*plan) << "\n";
     if (report->ok) {
       std::cout << "data     OK: all " << mesh.num_devices()
                 << " devices hold exactly their block of the target\n";
