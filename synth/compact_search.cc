@@ -677,6 +677,35 @@ class Compact {
     return crossing;
   }
 
+  // SliceBoundUs (search.cc) on compact types: the same loop, hence equal results and work.
+  double SliceBound(const CType& type, const int64_t* from_local) {
+    if (uniform_) return 0;
+    uint32_t sized = 0;  // Axes of size above 1.
+    int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
+    for (int a = 0; a < num_axes_; ++a) {
+      if (size_[a] > 1) sized |= 1u << a;
+      if ((type.partial >> a) & 1u) layers *= size_[a];
+    }
+    if (((type.partial ^ to_.partial) & sized) != 0) return 0;
+    SliceDim dims[kMaxRank];
+    int64_t work = 0;
+    double most = 0;
+    for (int a = 0; a < num_axes_; ++a) {
+      if (size_[a] < 2 || axis_cost_[a].gbps >= fastest_.gbps || ((type.partial >> a) & 1u)) {
+        continue;
+      }
+      for (int i = 0; i < rank_; ++i) {
+        dims[i] = {dim_size_[i], StrideOf(type, i, from_local[i], a),
+                   StrideOf(to_, i, to_local_[i], a)};
+      }
+      const int64_t lacking = SliceLackingElements(dims, rank_, size_[a], &work);
+      most = std::max(most, SliceTransferUs(axis_cost_[a], lacking, element_bytes_,
+                                            n_ / (size_[a] * layers)));
+    }
+    Charge(work);
+    return most;
+  }
+
   // Searcher::Heuristic.
   Bound Heuristic(const CType& type) {
     const bool time_bound = timed() && options_.use_heuristic;
@@ -715,7 +744,8 @@ class Compact {
     const int64_t total = PendingBytesBound(bytes_total, pending, pending_unit_);
     double us = 0;
     if (time_bound) {
-      us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces, CrossingAlpha(type));
+      us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces, CrossingAlpha(type),
+                       SliceBound(type, from_local));
     }
     if (time_bound && growth_) us = std::max(us, GrowthBound(type, pieces));
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};

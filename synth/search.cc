@@ -49,6 +49,50 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
   return type.dims[dim].size / mesh.GroupSize(type.dims[dim].axes);
 }
 
+// The largest SliceTransferUs (search_bounds.h) of `type` toward `to` over the mesh axes of
+// size >= 2 whose bandwidth is below the fastest's and that `type` does not sum over; 0 under
+// a uniform `model`, and where the partial axes of size >= 2 of the two types differ (a
+// pending reduction, or a dead end). Compact::SliceBound is the same loop on compact types.
+// Adds the counting work to `*work`.
+double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& type,
+                    const DistType& to, int64_t* work) {
+  const double fastest_gbps = model.Fastest(mesh).gbps;
+  int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
+  for (const std::string& axis : type.partial) {
+    const int64_t size = mesh.AxisSize(axis);
+    if (size > 1 && !Contains(to.partial, axis)) return 0;
+    layers *= size;
+  }
+  for (const std::string& axis : to.partial) {
+    if (mesh.AxisSize(axis) > 1 && !Contains(type.partial, axis)) return 0;
+  }
+  const std::vector<int64_t> local = LocalShape(mesh, type);
+  const std::vector<int64_t> to_local = LocalShape(mesh, to);
+  auto stride_of = [&](const std::string& axis, const DistType& t, int i, int64_t stride) {
+    const std::vector<std::string>& axes = t.dims[i].axes;
+    for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
+      if (*at == axis) return stride;
+      stride *= mesh.AxisSize(*at);
+    }
+    return int64_t{0};
+  };
+  std::vector<internal::SliceDim> dims(type.rank());
+  double most = 0;
+  for (const MeshAxis& axis : mesh.axes()) {
+    const AxisCost cost = model.Axis(axis.name);
+    if (axis.size < 2 || cost.gbps >= fastest_gbps || Contains(type.partial, axis.name)) continue;
+    for (int i = 0; i < type.rank(); ++i) {
+      dims[i] = {type.dims[i].size, stride_of(axis.name, type, i, local[i]),
+                 stride_of(axis.name, to, i, to_local[i])};
+    }
+    const int64_t lacking =
+        internal::SliceLackingElements(dims.data(), type.rank(), axis.size, work);
+    most = std::max(most, internal::SliceTransferUs(cost, lacking, ElementBytes(to.element_type),
+                                                    mesh.num_devices() / (axis.size * layers)));
+  }
+  return most;
+}
+
 // Calls `visit` on every ordered tuple of distinct elements of `pool` (length >= 1) until
 // `stop()` returns true, extending a tuple only while `visit` returns true for it (with many
 // axes the tuples are exponentially many: the work budget must be able to cut the enumeration
@@ -154,10 +198,14 @@ class Searcher {
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending, pending_unit_);
     double us = 0;
     if (time_bound) {
+      int64_t slice_work = 0;
+      const double slice_us =
+          uniform_ ? 0.0 : SliceBoundUs(mesh_, *options_.cost_model, type, to_, &slice_work);
+      Charge(slice_work);
       us = internal::TimeBoundUs(
           fastest_, bounds.max_lacking_elements, ElementBytes(to_.element_type), total,
           mesh_.num_devices(), bounds.pieces,
-          internal::CrossingAlphaUs(mesh_, *options_.cost_model, type, to_));
+          internal::CrossingAlphaUs(mesh_, *options_.cost_model, type, to_), slice_us);
       if (growth_) us = std::max(us, GrowthBound(type, bounds.pieces));
     }
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
@@ -829,11 +877,13 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
                         const DistType& to) {
   return OnWholeAxes(mesh, from, to, [&](const Mesh& m, const DistType& f, const DistType& t) {
     const internal::LowerBounds bounds = internal::ComputeLowerBounds(m, f, t);
+    int64_t work = 0;  // Not budgeted here.
     return internal::TimeBoundUs(
         model.Fastest(m), bounds.max_lacking_elements, ElementBytes(t.element_type),
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
                                     internal::PendingUnit(m, t)),
-        m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t));
+        m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t),
+        SliceBoundUs(m, model, f, t, &work));
   });
 }
 

@@ -22,7 +22,7 @@ __int128 PendingUnit(const Mesh& mesh, const DistType& to) {
 
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
                    int64_t bytes_bound, int64_t devices, int64_t pieces,
-                   double crossing_alpha_us) {
+                   double crossing_alpha_us, double slice_transfer_us) {
   if (worst_elements == 0) return 0;
   const double worst = static_cast<double>(worst_elements * element_bytes);
   const double average = static_cast<double>(bytes_bound) / static_cast<double>(devices);
@@ -30,7 +30,63 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
   const double latency = crossing_alpha_us > fastest.alpha_us
                              ? crossing_alpha_us + fastest.alpha_us * (rounds - 1)
                              : fastest.alpha_us * rounds;
-  return latency + fastest.TransferUs(std::max(worst, average));
+  return latency + std::max(fastest.TransferUs(std::max(worst, average)), slice_transfer_us);
+}
+
+namespace {
+
+// Indices e in [0, n) with floor(e / v) mod k == c and floor(e / w) mod k == c, for strides
+// v < w with v·k and w·k dividing n: the digit under w is c on the intervals [w·(c + j·k),
+// w·(c + j·k) + w), and on each the digit under v counts in closed form.
+int64_t BothDigits(int64_t n, int64_t k, int64_t c, int64_t v, int64_t w, int64_t* work) {
+  const int64_t period = v * k;
+  auto below = [&](int64_t t) {  // Indices under t whose digit under v is c.
+    return t / period * v + std::clamp(t % period - c * v, int64_t{0}, v);
+  };
+  const int64_t intervals = n / (w * k);
+  *work += intervals;
+  int64_t count = 0;
+  for (int64_t j = 0; j < intervals; ++j) {
+    const int64_t start = w * (c + j * k);
+    count += below(start + w) - below(start);
+  }
+  return count;
+}
+
+}  // namespace
+
+int64_t SliceLackingElements(const SliceDim* dims, int rank, int64_t k, int64_t* work) {
+  // The coordinate matters only where a dimension has a in both types at different strides.
+  bool per_coordinate = false;
+  for (int i = 0; i < rank; ++i) {
+    per_coordinate |= dims[i].stride != 0 && dims[i].stride_to != 0 &&
+                      dims[i].stride != dims[i].stride_to;
+  }
+  __int128 most = 0;
+  for (int64_t c = 0; c < (per_coordinate ? k : 1); ++c) {
+    __int128 needed = 1, both = 1;
+    for (int i = 0; i < rank; ++i) {
+      const SliceDim& d = dims[i];
+      needed *= d.stride_to != 0 ? d.size / k : d.size;
+      if (d.stride == 0 && d.stride_to == 0) {
+        both *= d.size;
+      } else if (d.stride == 0 || d.stride_to == 0 || d.stride == d.stride_to) {
+        both *= d.size / k;
+      } else {
+        both *= BothDigits(d.size, k, c, std::min(d.stride, d.stride_to),
+                           std::max(d.stride, d.stride_to), work);
+      }
+    }
+    most = std::max(most, needed - both);
+  }
+  return most > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                    : static_cast<int64_t>(most);
+}
+
+double SliceTransferUs(const AxisCost& axis, int64_t lacking, int64_t element_bytes,
+                       int64_t slice_devices) {
+  return axis.TransferUs(static_cast<double>(lacking) * static_cast<double>(element_bytes) /
+                         static_cast<double>(slice_devices));
 }
 
 bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes) {

@@ -50,9 +50,43 @@ __int128 PendingUnit(const Mesh& mesh, const DistType& to);
 // `crossing_alpha_us` (CrossingAlphaUs, or 0): one of those latency terms belongs to a step
 // that crosses an axis of that alpha, so the latency part is at least that alpha plus the
 // fastest alpha for each further round.
+// `slice_transfer_us` (SliceTransferUs over the slow axes, or 0): a second bound on the
+// transfer part, which takes the larger.
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
                    int64_t bytes_bound, int64_t devices, int64_t pieces,
-                   double crossing_alpha_us);
+                   double crossing_alpha_us, double slice_transfer_us);
+
+// The slice bound on the transfer part of the rest of a plan, for a mesh axis a of size k >= 2
+// slower than the fastest axis (docs/synthesis.md, "The slice bound"). An a-slice is the set
+// of devices with one coordinate c on a. Only steps that cross a (a collective over a group
+// spanning a, a permute with a pair differing on a) move data into a slice, and such a step's
+// transfer term is at least its largest per-device receive over a's bandwidth (the group's is
+// no faster). So the elements some device of a slice needs and no device of it holds, spread
+// over the slice's devices, are a lower bound on the sum of those steps' largest receives:
+// over a's bandwidth, on their transfer terms. A step lowers the lacking elements by no more
+// than it moves into the slice, so the bound stays consistent. Without pending summands, and
+// with the type's partial axes those of the target (else the caller passes 0), each summand
+// layer of a slice counts alone, the same for every layer.
+//
+// One dimension of the type: its size, and a's stride there in the type and in the target
+// (the local size times the sizes of the axes after a; 0 when a is not in that dimension).
+struct SliceDim {
+  int64_t size = 0;
+  int64_t stride = 0;
+  int64_t stride_to = 0;
+};
+// The elements that the devices of one a-slice and one summand layer need in the target and
+// none of them holds, the most over the slice coordinates c. Within such a set of devices the
+// axes other than a vary freely and each dimension has its own axes, so what they hold (and
+// need) is a product over the dimensions of the indices whose digit of a (floor(e / stride)
+// mod k) is c, or every index when a is not there; the lacking elements are the needed
+// product minus the product of the per-dimension intersections. Adds the iterations of its
+// counting loop to `*work` (at most the devices of the mesh per dimension and coordinate).
+int64_t SliceLackingElements(const SliceDim* dims, int rank, int64_t k, int64_t* work);
+// `lacking` elements spread over `slice_devices` (the devices of an a-slice in one summand
+// layer: devices / (k times the sizes of the partial axes)), over a's bandwidth.
+double SliceTransferUs(const AxisCost& axis, int64_t lacking, int64_t element_bytes,
+                       int64_t slice_devices);
 
 // Whether a path with lower bounds (us, bytes) on its final cost may beat options.incumbent
 // (always without one): strictly faster beyond a relative tolerance of 1e-9, or as fast

@@ -504,10 +504,14 @@ TEST(CrossingAlpha, CountsTheSlowestAxisEveryPlanCrosses) {
   EXPECT_EQ(crossing("f32[64{z},64]", "f32[64{z,x},64]"), 0);
   // ... but not when x joins before it.
   EXPECT_EQ(crossing("f32[64{z},64]", "f32[64{x,z},64]"), 20);
-  // The time bound carries it: one alpha of z plus the transfer of the lacking elements.
+  // The time bound carries it: one alpha of z plus a transfer over z, of what z-slice 1
+  // lacks (rows 16..31, for its x = 0 devices, only z-slice 0 holds) spread over its 4
+  // devices, which exceeds the worst device's lacking bytes over the fastest axis (the
+  // slice bound, search_bounds.h).
+  EXPECT_GT(model.Axis("z").TransferUs(16 * 64 * 4 / 4), model.Fastest(mesh).TransferUs(16 * 64 * 4));
   EXPECT_DOUBLE_EQ(TimeLowerBoundUs(mesh, model, test::T(mesh, "f32[64{z},64]"),
                                     test::T(mesh, "f32[64{x,z},64]")),
-                   20 + model.Fastest(mesh).TransferUs(16 * 64 * 4));
+                   20 + model.Axis("z").TransferUs(16 * 64 * 4 / 4));
 }
 
 // A* with the heuristic (whose latency part counts the slowest axis every plan crosses) finds
