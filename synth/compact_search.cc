@@ -220,6 +220,7 @@ class Compact {
         }
       }
       slowest_ = SlowestOf(moving).value_or(AxisCost{});
+      if (!uniform_) SetUpSlices();
       for (int a = 0; a < num_axes_; ++a) {
         if (size_[a] > 1 && (axis_cost_[a].alpha_us == slowest_.alpha_us ||
                              axis_cost_[a].gbps == slowest_.gbps)) {
@@ -678,32 +679,64 @@ class Compact {
   }
 
   // SliceBoundUs (search.cc) on compact types: the same loop, hence equal results and work.
-  double SliceBound(const CType& type, const int64_t* from_local) {
-    if (uniform_) return 0;
-    uint32_t sized = 0;  // Axes of size above 1.
-    int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
-    for (int a = 0; a < num_axes_; ++a) {
-      if (size_[a] > 1) sized |= 1u << a;
-      if ((type.partial >> a) & 1u) layers *= size_[a];
-    }
-    if (((type.partial ^ to_.partial) & sized) != 0) return 0;
+  // What does not depend on the state is set up once (SetUpSlices).
+  double SliceBound(const CType& type) {
+    if (slices_.empty() || ((type.partial ^ to_.partial) & sized_) != 0) return 0;
+    SliceDigits type_digits[kMaxRank];
     SliceDim dims[kMaxRank];
     int64_t work = 0;
     double most = 0;
-    for (int a = 0; a < num_axes_; ++a) {
-      if (size_[a] < 2 || axis_cost_[a].gbps >= fastest_.gbps || ((type.partial >> a) & 1u)) {
-        continue;
-      }
+    for (const Slices& slices : slices_) {
       for (int i = 0; i < rank_; ++i) {
-        dims[i] = {dim_size_[i], StrideOf(type, i, from_local[i], a),
-                   StrideOf(to_, i, to_local_[i], a)};
+        type_digits[i].count = 0;
+        for (int s = type.begin(i); s < type.end[i]; ++s) {
+          const int a = type.ax[s];
+          if (size_[a] > 1) type_digits[i].Add(size_[a], slices.slot[a]);
+        }
+        dims[i] = {dim_size_[i], &type_digits[i], &slices.target[i]};
       }
-      const int64_t lacking = SliceLackingElements(dims, rank_, size_[a], &work);
-      most = std::max(most, SliceTransferUs(axis_cost_[a], lacking, element_bytes_,
-                                            n_ / (size_[a] * layers)));
+      const int64_t lacking = MostLackingSlice(dims, rank_, slices.sizes, slices.count, &work);
+      most = std::max(most, SliceTransferUs(slices.gbps, lacking, element_bytes_,
+                                            slices.devices));
     }
     Charge(work);
     return most;
+  }
+  // The sets S of SliceBoundUs: for each bandwidth g below the fastest axis's (at its first
+  // axis, in mesh order), the axes of size above 1 not partial in the target whose bandwidth
+  // is at most g. Types whose partial axes differ from the target's get no slice bound, so
+  // these are the sets of every type that does.
+  void SetUpSlices() {
+    int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
+    for (int a = 0; a < num_axes_; ++a) {
+      if (size_[a] > 1) sized_ |= 1u << a;
+      if ((to_.partial >> a) & 1u) layers *= size_[a];
+    }
+    const uint32_t eligible = sized_ & ~to_.partial;
+    for (int t = 0; t < num_axes_; ++t) {
+      const double g = axis_cost_[t].gbps;
+      if (!((eligible >> t) & 1u) || g >= fastest_.gbps) continue;
+      bool seen = false;  // Each bandwidth once, at its first axis.
+      for (int u = 0; u < t && !seen; ++u) seen = ((eligible >> u) & 1u) && axis_cost_[u].gbps == g;
+      if (seen) continue;
+      Slices& slices = slices_.emplace_back();
+      slices.gbps = g;
+      int64_t slice_axes = 1;
+      for (int a = 0; a < num_axes_; ++a) {
+        slices.slot[a] = -1;
+        if (!((eligible >> a) & 1u) || axis_cost_[a].gbps > g) continue;
+        slices.slot[a] = slices.count;
+        slices.sizes[slices.count++] = size_[a];
+        slice_axes *= size_[a];
+      }
+      slices.devices = n_ / (slice_axes * layers);
+      for (int i = 0; i < rank_; ++i) {
+        for (int s = to_.begin(i); s < to_.end[i]; ++s) {
+          const int a = to_.ax[s];
+          if (size_[a] > 1) slices.target[i].Add(size_[a], slices.slot[a]);
+        }
+      }
+    }
   }
 
   // Searcher::Heuristic.
@@ -745,7 +778,7 @@ class Compact {
     double us = 0;
     if (time_bound) {
       us = TimeBoundUs(fastest_, worst, element_bytes_, total, n_, pieces, CrossingAlpha(type),
-                       SliceBound(type, from_local));
+                       SliceBound(type));
     }
     if (time_bound && growth_) us = std::max(us, GrowthBound(type, pieces));
     return Bound{us, bytes_bound ? total : 0, options_.bytes_bound ? total : 0};
@@ -926,6 +959,19 @@ class Compact {
   DistType template_;  // Element type and global shape; no axes.
   DistType from_text_, to_text_;  // Canonical, for messages.
   uint32_t relevant_mask_ = 0;
+  // The slice bound's sets S (SetUpSlices): each with its bandwidth, the slots of its axes,
+  // their sizes, the devices of one of its slices in one summand layer, and the target's
+  // digits per dimension.
+  struct Slices {
+    double gbps = 0;
+    int slot[kMaxAxes];
+    int64_t sizes[kMaxAxes];
+    int count = 0;
+    int64_t devices = 1;
+    SliceDigits target[kMaxRank];
+  };
+  std::vector<Slices> slices_;
+  uint32_t sized_ = 0;  // Axes of size above 1 (set up with slices_).
   std::vector<int> relevant_;
   CType from_, to_;
   uint64_t to_dims_key_ = 0;  // to_.DimsKey() and to_.DimsMask(), asked for every edge.

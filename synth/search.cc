@@ -49,14 +49,13 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
   return type.dims[dim].size / mesh.GroupSize(type.dims[dim].axes);
 }
 
-// The largest SliceTransferUs (search_bounds.h) of `type` toward `to` over the mesh axes of
-// size >= 2 whose bandwidth is below the fastest's and that `type` does not sum over; 0 under
-// a uniform `model`, and where the partial axes of size >= 2 of the two types differ (a
-// pending reduction, or a dead end). Compact::SliceBound is the same loop on compact types.
-// Adds the counting work to `*work`.
+// The slice bound (search_bounds.h) of `type` toward `to`: the largest SliceTransferUs over
+// the bandwidths g below the fastest axis's, each with S = the non-partial axes of size >= 2
+// whose bandwidth is at most g; 0 under a uniform `model`, and where the partial axes of size
+// >= 2 of the two types differ (a pending reduction, or a dead end). Compact::SliceBound is
+// the same loop on compact types. Adds the counting work to `*work`.
 double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& type,
                     const DistType& to, int64_t* work) {
-  const double fastest_gbps = model.Fastest(mesh).gbps;
   int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
   for (const std::string& axis : type.partial) {
     const int64_t size = mesh.AxisSize(axis);
@@ -66,29 +65,48 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   for (const std::string& axis : to.partial) {
     if (mesh.AxisSize(axis) > 1 && !Contains(type.partial, axis)) return 0;
   }
-  const std::vector<int64_t> local = LocalShape(mesh, type);
-  const std::vector<int64_t> to_local = LocalShape(mesh, to);
-  auto stride_of = [&](const std::string& axis, const DistType& t, int i, int64_t stride) {
-    const std::vector<std::string>& axes = t.dims[i].axes;
-    for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
-      if (*at == axis) return stride;
-      stride *= mesh.AxisSize(*at);
-    }
-    return int64_t{0};
-  };
+  const double fastest_gbps = model.Fastest(mesh).gbps;
+  const int k = mesh.num_axes();
+  std::vector<double> gbps(k);
+  std::vector<bool> eligible(k);  // Of size >= 2 and not partial: may be in S.
+  for (int a = 0; a < k; ++a) {
+    gbps[a] = model.Axis(mesh.axes()[a].name).gbps;
+    eligible[a] = mesh.axes()[a].size > 1 && !Contains(type.partial, mesh.axes()[a].name);
+  }
   std::vector<internal::SliceDim> dims(type.rank());
+  std::vector<internal::SliceDigits> type_digits(type.rank()), target_digits(type.rank());
   double most = 0;
-  for (const MeshAxis& axis : mesh.axes()) {
-    const AxisCost cost = model.Axis(axis.name);
-    if (axis.size < 2 || cost.gbps >= fastest_gbps || Contains(type.partial, axis.name)) continue;
-    for (int i = 0; i < type.rank(); ++i) {
-      dims[i] = {type.dims[i].size, stride_of(axis.name, type, i, local[i]),
-                 stride_of(axis.name, to, i, to_local[i])};
+  for (int t = 0; t < k; ++t) {
+    const double g = gbps[t];
+    if (!eligible[t] || g >= fastest_gbps) continue;
+    bool seen = false;  // Each bandwidth once, at its first axis.
+    for (int u = 0; u < t && !seen; ++u) seen = eligible[u] && gbps[u] == g;
+    if (seen) continue;
+    std::vector<int> slot(k, -1);  // Position in S.
+    std::vector<int64_t> sizes;
+    int64_t slice_axes = 1;
+    for (int a = 0; a < k; ++a) {
+      if (!eligible[a] || gbps[a] > g) continue;
+      slot[a] = static_cast<int>(sizes.size());
+      sizes.push_back(mesh.axes()[a].size);
+      slice_axes *= mesh.axes()[a].size;
     }
-    const int64_t lacking =
-        internal::SliceLackingElements(dims.data(), type.rank(), axis.size, work);
-    most = std::max(most, internal::SliceTransferUs(cost, lacking, ElementBytes(to.element_type),
-                                                    mesh.num_devices() / (axis.size * layers)));
+    auto digits = [&](const std::vector<std::string>& axes, internal::SliceDigits& out) {
+      out.count = 0;
+      for (const std::string& axis : axes) {
+        const int a = mesh.WholeAxisIndex(axis);
+        if (mesh.axes()[a].size > 1) out.Add(mesh.axes()[a].size, slot[a]);
+      }
+    };
+    for (int i = 0; i < type.rank(); ++i) {
+      digits(type.dims[i].axes, type_digits[i]);
+      digits(to.dims[i].axes, target_digits[i]);
+      dims[i] = {type.dims[i].size, &type_digits[i], &target_digits[i]};
+    }
+    const int64_t lacking = internal::MostLackingSlice(
+        dims.data(), type.rank(), sizes.data(), static_cast<int>(sizes.size()), work);
+    most = std::max(most, internal::SliceTransferUs(g, lacking, ElementBytes(to.element_type),
+                                                    mesh.num_devices() / (slice_axes * layers)));
   }
   return most;
 }

@@ -35,58 +35,172 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
 
 namespace {
 
-// Indices e in [0, n) with floor(e / v) mod k == c and floor(e / w) mod k == c, for strides
-// v < w with v·k and w·k dividing n: the digit under w is c on the intervals [w·(c + j·k),
-// w·(c + j·k) + w), and on each the digit under v counts in closed form.
-int64_t BothDigits(int64_t n, int64_t k, int64_t c, int64_t v, int64_t w, int64_t* work) {
-  const int64_t period = v * k;
-  auto below = [&](int64_t t) {  // Indices under t whose digit under v is c.
-    return t / period * v + std::clamp(t % period - c * v, int64_t{0}, v);
-  };
-  const int64_t intervals = n / (w * k);
-  *work += intervals;
-  int64_t count = 0;
-  for (int64_t j = 0; j < intervals; ++j) {
-    const int64_t start = w * (c + j * k);
-    count += below(start + w) - below(start);
+// A dimension of size n read in the mixed radix of one type's axes (major to minor) and its
+// local size: the indices whose digits of the slice's axes are the slice's coordinates.
+class DigitPattern {
+ public:
+  DigitPattern(int64_t n, const SliceDigits& digits, const int64_t* coords)
+      : n_(n), count_(digits.count) {
+    int64_t stride = n;
+    for (int j = 0; j < count_; ++j) stride /= digits.size[j];
+    local_ = stride;
+    int64_t completions = local_;
+    for (int j = count_ - 1; j >= 0; --j) {
+      size_[j] = digits.size[j];
+      fixed_[j] = digits.slot[j] < 0 ? -1 : coords[digits.slot[j]];
+      stride_[j] = stride;
+      completions_[j] = completions;  // Matching indices per value of digits 0..j.
+      stride *= size_[j];
+      if (fixed_[j] < 0) completions *= size_[j];
+      if (fixed_[j] >= 0 && last_ < 0) last_ = j;
+    }
+    total_ = completions;
   }
-  return count;
+  int64_t total() const { return total_; }
+  // Matching indices below t (0 <= t <= n): a walk down t's digits.
+  int64_t Below(int64_t t) const {
+    if (t >= n_) return total_;
+    int64_t count = 0;
+    for (int j = 0; j < count_; ++j) {
+      const int64_t digit = t / stride_[j] % size_[j];
+      if (fixed_[j] < 0) {
+        count += digit * completions_[j];
+      } else if (digit != fixed_[j]) {
+        // Below t exactly when the fixed digit is below t's.
+        return digit > fixed_[j] ? count + completions_[j] : count;
+      }
+    }
+    return count + t % local_;
+  }
+  // The matching indices as intervals, one per value of the free digits above the most minor
+  // fixed digit, as long as that digit's stride (none fixed: the whole dimension).
+  int64_t Intervals() const {
+    int64_t intervals = 1;
+    for (int j = 0; j < last_; ++j) {
+      if (fixed_[j] < 0) intervals *= size_[j];
+    }
+    return intervals;
+  }
+  // Calls visit(start, length) on each of the Intervals().
+  template <typename Visit>
+  void ForEachInterval(Visit visit) const {
+    if (last_ < 0) {
+      visit(int64_t{0}, n_);
+      return;
+    }
+    int64_t digit[kMaxSliceDigits];  // An odometer over the free digits above last_.
+    for (int j = 0; j <= last_; ++j) digit[j] = fixed_[j] < 0 ? 0 : fixed_[j];
+    while (true) {
+      int64_t start = 0;
+      for (int j = 0; j <= last_; ++j) start += digit[j] * stride_[j];
+      visit(start, stride_[last_]);
+      int j = last_ - 1;
+      for (; j >= 0; --j) {
+        if (fixed_[j] >= 0) continue;
+        if (++digit[j] < size_[j]) break;
+        digit[j] = 0;
+      }
+      if (j < 0) return;
+    }
+  }
+
+ private:
+  int64_t n_, local_ = 1, total_ = 0;
+  int count_, last_ = -1;
+  int64_t size_[kMaxSliceDigits], stride_[kMaxSliceDigits], completions_[kMaxSliceDigits];
+  int64_t fixed_[kMaxSliceDigits];  // The slice's coordinate, or -1 for a free digit.
+};
+
+}  // namespace
+
+namespace {
+
+// Product of the sizes of the digits in S (1 when none is).
+int64_t FixedProduct(const SliceDigits& digits) {
+  int64_t product = 1;
+  for (int j = 0; j < digits.count; ++j) {
+    if (digits.slot[j] >= 0) product *= digits.size[j];
+  }
+  return product;
 }
 
 }  // namespace
 
-int64_t SliceLackingElements(const SliceDim* dims, int rank, int64_t k, int64_t* work) {
-  // The coordinate matters only where a dimension has a in both types at different strides.
-  bool per_coordinate = false;
+int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
+                             int64_t* work) {
+  __int128 needed = 1, both = 1;
   for (int i = 0; i < rank; ++i) {
-    per_coordinate |= dims[i].stride != 0 && dims[i].stride_to != 0 &&
-                      dims[i].stride != dims[i].stride_to;
-  }
-  __int128 most = 0;
-  for (int64_t c = 0; c < (per_coordinate ? k : 1); ++c) {
-    __int128 needed = 1, both = 1;
-    for (int i = 0; i < rank; ++i) {
-      const SliceDim& d = dims[i];
-      needed *= d.stride_to != 0 ? d.size / k : d.size;
-      if (d.stride == 0 && d.stride_to == 0) {
-        both *= d.size;
-      } else if (d.stride == 0 || d.stride_to == 0 || d.stride == d.stride_to) {
-        both *= d.size / k;
-      } else {
-        both *= BothDigits(d.size, k, c, std::min(d.stride, d.stride_to),
-                           std::max(d.stride, d.stride_to), work);
-      }
+    const SliceDim& dim = dims[i];
+    const int64_t held_fixed = FixedProduct(*dim.type), want_fixed = FixedProduct(*dim.target);
+    ++*work;
+    if (held_fixed == 1 || want_fixed == 1) {
+      // One side is every index: the intersection is the other side, of known size.
+      needed *= dim.size / want_fixed;
+      both *= dim.size / (held_fixed * want_fixed);
+      continue;
     }
-    most = std::max(most, needed - both);
+    const DigitPattern held(dim.size, *dim.type, coords);
+    const DigitPattern want(dim.size, *dim.target, coords);
+    needed *= want.total();
+    // The intersection: walk the intervals of the pattern with fewer, counting the other's
+    // matches in each (a walk down its digits at both ends).
+    const bool by_held = held.Intervals() <= want.Intervals();
+    const DigitPattern& walked = by_held ? held : want;
+    const DigitPattern& counted = by_held ? want : held;
+    *work += walked.Intervals() * (by_held ? dim.target->count : dim.type->count);
+    int64_t common = 0;
+    walked.ForEachInterval([&](int64_t start, int64_t length) {
+      common += counted.Below(start + length) - counted.Below(start);
+    });
+    both *= common;
   }
-  return most > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                    : static_cast<int64_t>(most);
+  const __int128 lacking = needed - both;
+  return lacking > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
+                                                       : static_cast<int64_t>(lacking);
 }
 
-double SliceTransferUs(const AxisCost& axis, int64_t lacking, int64_t element_bytes,
+int64_t MostLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
+                         int64_t* work) {
+  // What a slice lacks depends on its coordinates only in dimensions where both types have
+  // axes of S (elsewhere SliceLackingElements counts sizes): only those coordinates vary,
+  // the others stay 0.
+  bool used[kMaxSliceDigits] = {};
+  for (int i = 0; i < rank; ++i) {
+    if (FixedProduct(*dims[i].type) == 1 || FixedProduct(*dims[i].target) == 1) continue;
+    for (const SliceDigits* digits : {dims[i].type, dims[i].target}) {
+      for (int j = 0; j < digits->count; ++j) {
+        if (digits->slot[j] >= 0) used[digits->slot[j]] = true;
+      }
+    }
+  }
+  int64_t slices = 1;
+  for (int j = 0; j < count; ++j) {
+    if (used[j]) slices *= sizes[j];
+  }
+  int64_t coords[kMaxSliceDigits] = {};
+  int64_t most = SliceLackingElements(dims, rank, coords, work);
+  if (slices == 1) return most;
+  if (slices > kMaxSliceCoordinates) {
+    for (int j = 0; j < count; ++j) coords[j] = sizes[j] - 1;
+    return std::max(most, SliceLackingElements(dims, rank, coords, work));
+  }
+  while (true) {  // An odometer over the used coordinates, last fastest.
+    int j = count - 1;
+    for (; j >= 0; --j) {
+      if (!used[j]) continue;
+      if (++coords[j] < sizes[j]) break;
+      coords[j] = 0;
+    }
+    if (j < 0) return most;
+    most = std::max(most, SliceLackingElements(dims, rank, coords, work));
+  }
+}
+
+double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,
                        int64_t slice_devices) {
-  return axis.TransferUs(static_cast<double>(lacking) * static_cast<double>(element_bytes) /
-                         static_cast<double>(slice_devices));
+  return AxisCost{0, gbps}.TransferUs(static_cast<double>(lacking) *
+                                      static_cast<double>(element_bytes) /
+                                      static_cast<double>(slice_devices));
 }
 
 bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes) {

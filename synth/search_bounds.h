@@ -56,36 +56,61 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
                    int64_t bytes_bound, int64_t devices, int64_t pieces,
                    double crossing_alpha_us, double slice_transfer_us);
 
-// The slice bound on the transfer part of the rest of a plan, for a mesh axis a of size k >= 2
-// slower than the fastest axis (docs/synthesis.md, "The slice bound"). An a-slice is the set
-// of devices with one coordinate c on a. Only steps that cross a (a collective over a group
-// spanning a, a permute with a pair differing on a) move data into a slice, and such a step's
-// transfer term is at least its largest per-device receive over a's bandwidth (the group's is
-// no faster). So the elements some device of a slice needs and no device of it holds, spread
-// over the slice's devices, are a lower bound on the sum of those steps' largest receives:
-// over a's bandwidth, on their transfer terms. A step lowers the lacking elements by no more
-// than it moves into the slice, so the bound stays consistent. Without pending summands, and
-// with the type's partial axes those of the target (else the caller passes 0), each summand
-// layer of a slice counts alone, the same for every layer.
+// The slice bound on the transfer part of the rest of a plan (docs/synthesis.md, "The slice
+// bound"). Take a set S of mesh axes of size >= 2, none of them partial, and let g be the
+// largest bandwidth among them. A slice is the set of devices with given coordinates on the
+// axes of S. Only steps that cross an axis of S (a collective whose group spans it, a permute
+// with a pair differing on it) move data into a slice, and such a step's transfer term is at
+// least its largest per-device receive over g (the step's slowest axis is no faster). So the
+// elements some device of a slice needs and no device of it holds, spread over the slice's
+// devices, over g, bound the transfer terms of those steps. A step lowers the lacking
+// elements by no more than it moves into the slice, so the bound stays consistent. Without
+// pending summands, and with the type's partial axes those of the target (else the caller
+// passes 0), each summand layer of a slice counts alone, the same for every layer. The
+// searches take, for each bandwidth g below the fastest axis's, S = the non-partial axes of
+// size >= 2 whose bandwidth is at most g, and the most lacking slice (MostLackingSlice).
 //
-// One dimension of the type: its size, and a's stride there in the type and in the target
-// (the local size times the sizes of the axes after a; 0 when a is not in that dimension).
+// One type's axes of size above 1 in one dimension, major to minor, each with its position
+// in S's list of coordinates (-1 when it is not in S). Axes of size 1 are left out: their
+// digit is always 0. A mesh of at most kMaxDevices devices has at most 20 axes of size
+// above 1.
+inline constexpr int kMaxSliceDigits = 24;
+struct SliceDigits {
+  int count = 0;
+  int32_t size[kMaxSliceDigits];
+  int8_t slot[kMaxSliceDigits];
+  void Add(int64_t axis_size, int slot_in_s) {
+    size[count] = static_cast<int32_t>(axis_size);
+    slot[count++] = static_cast<int8_t>(slot_in_s);
+  }
+};
+// One dimension: its size and its axes in the type and in the target.
 struct SliceDim {
   int64_t size = 0;
-  int64_t stride = 0;
-  int64_t stride_to = 0;
+  const SliceDigits* type = nullptr;
+  const SliceDigits* target = nullptr;
 };
-// The elements that the devices of one a-slice and one summand layer need in the target and
-// none of them holds, the most over the slice coordinates c. Within such a set of devices the
-// axes other than a vary freely and each dimension has its own axes, so what they hold (and
-// need) is a product over the dimensions of the indices whose digit of a (floor(e / stride)
-// mod k) is c, or every index when a is not there; the lacking elements are the needed
-// product minus the product of the per-dimension intersections. Adds the iterations of its
-// counting loop to `*work` (at most the devices of the mesh per dimension and coordinate).
-int64_t SliceLackingElements(const SliceDim* dims, int rank, int64_t k, int64_t* work);
-// `lacking` elements spread over `slice_devices` (the devices of an a-slice in one summand
-// layer: devices / (k times the sizes of the partial axes)), over a's bandwidth.
-double SliceTransferUs(const AxisCost& axis, int64_t lacking, int64_t element_bytes,
+// The elements that the devices of the slice with coordinates `coords` (by slot) and one
+// summand layer need in the target and none of them holds. Within that set of devices the
+// axes outside S vary freely and each dimension has its own axes, so what they hold (and
+// need) is a product over the dimensions of the indices whose digits of S's axes are the
+// coordinates; the lacking elements are the needed product minus the product of the
+// per-dimension intersections. Adds the iterations of its counting loop to `*work` (per
+// dimension, at most the mesh's devices).
+int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
+                             int64_t* work);
+// The most lacking elements (SliceLackingElements) over the slices of S, whose axes have
+// sizes `sizes` (count of them, by slot): every slice when there are at most
+// kMaxSliceCoordinates, else the slice of zeros and the slice of largest coordinates. Which
+// slices these are does not depend on how the mesh is refined (a whole axis's coordinate and
+// its atoms' digits name the same devices), so neither does the bound. The slice of zeros,
+// where block 0 of every dimension sits, tends to lack the least.
+inline constexpr int64_t kMaxSliceCoordinates = 16;
+int64_t MostLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
+                         int64_t* work);
+// `lacking` elements spread over `slice_devices` (the devices of a slice in one summand
+// layer: devices / (the sizes of S's axes times those of the partial axes)), at `gbps`.
+double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,
                        int64_t slice_devices);
 
 // Whether a path with lower bounds (us, bytes) on its final cost may beat options.incumbent
