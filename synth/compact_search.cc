@@ -220,7 +220,7 @@ class Compact {
         }
       }
       slowest_ = SlowestOf(moving).value_or(AxisCost{});
-      if (!uniform_) SetUpSlices();
+      if (!uniform_ && options_.slice_bound) SetUpSlices();
       for (int a = 0; a < num_axes_; ++a) {
         if (size_[a] > 1 && (axis_cost_[a].alpha_us == slowest_.alpha_us ||
                              axis_cost_[a].gbps == slowest_.gbps)) {
@@ -695,7 +695,7 @@ class Compact {
         }
         dims[i] = {dim_size_[i], &type_digits[i], &slices.target[i]};
       }
-      const int64_t lacking = MostLackingSlice(dims, rank_, slices.sizes, slices.count, &work);
+      const int64_t lacking = MoreLackingSlice(dims, rank_, slices.sizes, slices.count, &work);
       most = std::max(most, SliceTransferUs(slices.gbps, lacking, element_bytes_,
                                             slices.devices));
     }

@@ -103,7 +103,7 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
       digits(to.dims[i].axes, target_digits[i]);
       dims[i] = {type.dims[i].size, &type_digits[i], &target_digits[i]};
     }
-    const int64_t lacking = internal::MostLackingSlice(
+    const int64_t lacking = internal::MoreLackingSlice(
         dims.data(), type.rank(), sizes.data(), static_cast<int>(sizes.size()), work);
     most = std::max(most, internal::SliceTransferUs(g, lacking, ElementBytes(to.element_type),
                                                     mesh.num_devices() / (slice_axes * layers)));
@@ -218,7 +218,9 @@ class Searcher {
     if (time_bound) {
       int64_t slice_work = 0;
       const double slice_us =
-          uniform_ ? 0.0 : SliceBoundUs(mesh_, *options_.cost_model, type, to_, &slice_work);
+          uniform_ || !options_.slice_bound
+              ? 0.0
+              : SliceBoundUs(mesh_, *options_.cost_model, type, to_, &slice_work);
       Charge(slice_work);
       us = internal::TimeBoundUs(
           fastest_, bounds.max_lacking_elements, ElementBytes(to_.element_type), total,

@@ -159,41 +159,19 @@ int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coor
                                                        : static_cast<int64_t>(lacking);
 }
 
-int64_t MostLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
+int64_t MoreLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
                          int64_t* work) {
-  // What a slice lacks depends on its coordinates only in dimensions where both types have
-  // axes of S (elsewhere SliceLackingElements counts sizes): only those coordinates vary,
-  // the others stay 0.
-  bool used[kMaxSliceDigits] = {};
-  for (int i = 0; i < rank; ++i) {
-    if (FixedProduct(*dims[i].type) == 1 || FixedProduct(*dims[i].target) == 1) continue;
-    for (const SliceDigits* digits : {dims[i].type, dims[i].target}) {
-      for (int j = 0; j < digits->count; ++j) {
-        if (digits->slot[j] >= 0) used[digits->slot[j]] = true;
-      }
-    }
-  }
-  int64_t slices = 1;
-  for (int j = 0; j < count; ++j) {
-    if (used[j]) slices *= sizes[j];
-  }
   int64_t coords[kMaxSliceDigits] = {};
-  int64_t most = SliceLackingElements(dims, rank, coords, work);
-  if (slices == 1) return most;
-  if (slices > kMaxSliceCoordinates) {
-    for (int j = 0; j < count; ++j) coords[j] = sizes[j] - 1;
-    return std::max(most, SliceLackingElements(dims, rank, coords, work));
+  const int64_t zeros = SliceLackingElements(dims, rank, coords, work);
+  // What a slice lacks depends on its coordinates only in dimensions where both types have
+  // axes of S (elsewhere SliceLackingElements counts sizes).
+  bool varies = false;
+  for (int i = 0; i < rank && !varies; ++i) {
+    varies = FixedProduct(*dims[i].type) > 1 && FixedProduct(*dims[i].target) > 1;
   }
-  while (true) {  // An odometer over the used coordinates, last fastest.
-    int j = count - 1;
-    for (; j >= 0; --j) {
-      if (!used[j]) continue;
-      if (++coords[j] < sizes[j]) break;
-      coords[j] = 0;
-    }
-    if (j < 0) return most;
-    most = std::max(most, SliceLackingElements(dims, rank, coords, work));
-  }
+  if (!varies) return zeros;
+  for (int j = 0; j < count; ++j) coords[j] = sizes[j] - 1;
+  return std::max(zeros, SliceLackingElements(dims, rank, coords, work));
 }
 
 double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,

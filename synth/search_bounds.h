@@ -68,7 +68,7 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
 // pending summands, and with the type's partial axes those of the target (else the caller
 // passes 0), each summand layer of a slice counts alone, the same for every layer. The
 // searches take, for each bandwidth g below the fastest axis's, S = the non-partial axes of
-// size >= 2 whose bandwidth is at most g, and the most lacking slice (MostLackingSlice).
+// size >= 2 whose bandwidth is at most g, and two of its slices (MoreLackingSlice).
 //
 // One type's axes of size above 1 in one dimension, major to minor, each with its position
 // in S's list of coordinates (-1 when it is not in S). Axes of size 1 are left out: their
@@ -95,18 +95,18 @@ struct SliceDim {
 // axes outside S vary freely and each dimension has its own axes, so what they hold (and
 // need) is a product over the dimensions of the indices whose digits of S's axes are the
 // coordinates; the lacking elements are the needed product minus the product of the
-// per-dimension intersections. Adds the iterations of its counting loop to `*work` (per
-// dimension, at most the mesh's devices).
+// per-dimension intersections. Adds its work to `*work`: a unit per dimension, and where
+// both types have axes of S, the intervals it walks times the digits it reads for each
+// (at most the mesh's devices per dimension).
 int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
                              int64_t* work);
-// The most lacking elements (SliceLackingElements) over the slices of S, whose axes have
-// sizes `sizes` (count of them, by slot): every slice when there are at most
-// kMaxSliceCoordinates, else the slice of zeros and the slice of largest coordinates. Which
-// slices these are does not depend on how the mesh is refined (a whole axis's coordinate and
-// its atoms' digits name the same devices), so neither does the bound. The slice of zeros,
-// where block 0 of every dimension sits, tends to lack the least.
-inline constexpr int64_t kMaxSliceCoordinates = 16;
-int64_t MostLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
+// The more lacking elements (SliceLackingElements) of two slices of S, whose axes have sizes
+// `sizes` (count of them, by slot): the slice of zeros and the slice of largest coordinates.
+// The slice of zeros, where block 0 of every dimension sits, tends to lack the least; trying
+// every slice (up to 16) proved no more suite plans and made `optimal` slower (docs/
+// synthesis.md). Which slices these are does not depend on how the mesh is refined (a whole
+// axis's coordinate and its atoms' digits name the same devices), so neither does the bound.
+int64_t MoreLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
                          int64_t* work);
 // `lacking` elements spread over `slice_devices` (the devices of a slice in one summand
 // layer: devices / (the sizes of S's axes times those of the partial axes)), at `gbps`.
