@@ -56,6 +56,7 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
 // the same loop on compact types. Adds the counting work to `*work`.
 double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& type,
                     const DistType& to, int64_t* work) {
+  if (internal::IsUniform(mesh, model)) return 0;
   int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
   for (const std::string& axis : type.partial) {
     const int64_t size = mesh.AxisSize(axis);
