@@ -111,10 +111,6 @@ class DigitPattern {
   int64_t fixed_[kMaxSliceDigits];  // The slice's coordinate, or -1 for a free digit.
 };
 
-}  // namespace
-
-namespace {
-
 // Product of the sizes of the digits in S (1 when none is).
 int64_t FixedProduct(const SliceDigits& digits) {
   int64_t product = 1;
