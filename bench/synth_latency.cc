@@ -7,7 +7,8 @@
 // BM_Common/<n>: see below.
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls, and
-// case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls.
+// case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls;
+// for `optimal`, proven: the cases whose plan it proved optimal (Plan::optimality).
 // BM_PercentilesSkewed/<strategy>/<axes>: the same under a heterogeneous model (SkewedModel).
 #include <algorithm>
 #include <chrono>
@@ -80,8 +81,10 @@ void BM_Percentiles(benchmark::State& state) {
   const bool skewed = state.range(2) != 0;
   std::vector<double> samples;
   std::vector<double> fastest;  // Per case, its fastest call.
+  int proven = 0;  // Plans of the last pass with Plan::optimality kProven.
   for (auto _ : state) {
     size_t k = 0;
+    proven = 0;
     for (const Case& c : Cases()) {
       if (axes != 0 && c.mesh.num_axes() != axes) continue;
       if (skewed) options.cost_model = SkewedModel(c.mesh);
@@ -89,6 +92,7 @@ void BM_Percentiles(benchmark::State& state) {
       absl::StatusOr<Plan> plan = Synthesize(c.mesh, c.from, c.to, options);
       auto end = std::chrono::steady_clock::now();
       benchmark::DoNotOptimize(plan);
+      if (plan.ok() && plan->optimality == Optimality::kProven) ++proven;
       const double us = std::chrono::duration<double, std::micro>(end - start).count();
       samples.push_back(us);
       if (k == fastest.size()) fastest.push_back(us);
@@ -104,6 +108,8 @@ void BM_Percentiles(benchmark::State& state) {
   state.counters["p99_us"] = at(samples, 0.99);
   state.counters["max_us"] = samples.empty() ? 0.0 : samples.back();
   state.counters["calls"] = static_cast<double>(samples.size());
+  // `optimal` only (other strategies claim nothing): how many of the cases it proved.
+  if (options.strategy == Strategy::kOptimal) state.counters["proven"] = proven;
   // The same over each case's fastest call: what the code costs without the machine's noise
   // (preemption, other load), for comparing two builds.
   state.counters["case_min_p50_us"] = at(fastest, 0.5);
