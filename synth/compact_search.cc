@@ -687,55 +687,46 @@ class Compact {
     int64_t work = 0;
     double most = 0;
     for (const Slices& slices : slices_) {
+      const SliceSet& set = slices.set;
       for (int i = 0; i < rank_; ++i) {
         type_digits[i].count = 0;
         for (int s = type.begin(i); s < type.end[i]; ++s) {
           const int a = type.ax[s];
-          if (size_[a] > 1) type_digits[i].Add(size_[a], slices.slot[a]);
+          if (size_[a] > 1) type_digits[i].Add(size_[a], set.slot[a]);
         }
         dims[i] = {dim_size_[i], &type_digits[i], &slices.target[i]};
       }
-      const int64_t lacking = MoreLackingSlice(dims, rank_, slices.sizes, slices.count, &work);
-      most = std::max(most, SliceTransferUs(slices.gbps, lacking, element_bytes_,
-                                            slices.devices));
+      const int64_t lacking = MoreLackingSlice(dims, rank_, set.sizes.data(),
+                                               static_cast<int>(set.sizes.size()), &work);
+      most = std::max(most, SliceTransferUs(set.gbps, lacking, element_bytes_, set.devices));
     }
     Charge(work);
     return most;
   }
-  // The sets S of SliceBoundUs: for each bandwidth g below the fastest axis's (at its first
-  // axis, in mesh order), the axes of size above 1 not partial in the target whose bandwidth
-  // is at most g. Types whose partial axes differ from the target's get no slice bound, so
-  // these are the sets of every type that does.
+  // The sets S of SliceBoundUs (SliceSets) with the target's digits per dimension. Types
+  // whose partial axes differ from the target's get no slice bound, so the eligible axes are
+  // those of size above 1 not partial in the target.
   void SetUpSlices() {
+    std::vector<double> gbps(num_axes_);
+    std::vector<int64_t> sizes(size_, size_ + num_axes_);
+    std::vector<bool> eligible(num_axes_);
     int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
     for (int a = 0; a < num_axes_; ++a) {
+      gbps[a] = axis_cost_[a].gbps;
       if (size_[a] > 1) sized_ |= 1u << a;
-      if ((to_.partial >> a) & 1u) layers *= size_[a];
+      const bool partial = (to_.partial >> a) & 1u;
+      if (partial) layers *= size_[a];
+      eligible[a] = size_[a] > 1 && !partial;
     }
-    const uint32_t eligible = sized_ & ~to_.partial;
-    for (int t = 0; t < num_axes_; ++t) {
-      const double g = axis_cost_[t].gbps;
-      if (!((eligible >> t) & 1u) || g >= fastest_.gbps) continue;
-      bool seen = false;  // Each bandwidth once, at its first axis.
-      for (int u = 0; u < t && !seen; ++u) seen = ((eligible >> u) & 1u) && axis_cost_[u].gbps == g;
-      if (seen) continue;
+    for (SliceSet& set : SliceSets(gbps, sizes, eligible, fastest_.gbps, n_, layers)) {
       Slices& slices = slices_.emplace_back();
-      slices.gbps = g;
-      int64_t slice_axes = 1;
-      for (int a = 0; a < num_axes_; ++a) {
-        slices.slot[a] = -1;
-        if (!((eligible >> a) & 1u) || axis_cost_[a].gbps > g) continue;
-        slices.slot[a] = slices.count;
-        slices.sizes[slices.count++] = size_[a];
-        slice_axes *= size_[a];
-      }
-      slices.devices = n_ / (slice_axes * layers);
       for (int i = 0; i < rank_; ++i) {
         for (int s = to_.begin(i); s < to_.end[i]; ++s) {
           const int a = to_.ax[s];
-          if (size_[a] > 1) slices.target[i].Add(size_[a], slices.slot[a]);
+          if (size_[a] > 1) slices.target[i].Add(size_[a], set.slot[a]);
         }
       }
+      slices.set = std::move(set);
     }
   }
 
@@ -959,15 +950,9 @@ class Compact {
   DistType template_;  // Element type and global shape; no axes.
   DistType from_text_, to_text_;  // Canonical, for messages.
   uint32_t relevant_mask_ = 0;
-  // The slice bound's sets S (SetUpSlices): each with its bandwidth, the slots of its axes,
-  // their sizes, the devices of one of its slices in one summand layer, and the target's
-  // digits per dimension.
+  // The slice bound's sets S with the target's digits per dimension (SetUpSlices).
   struct Slices {
-    double gbps = 0;
-    int slot[kMaxAxes];
-    int64_t sizes[kMaxAxes];
-    int count = 0;
-    int64_t devices = 1;
+    SliceSet set;
     SliceDigits target[kMaxRank];
   };
   std::vector<Slices> slices_;

@@ -50,13 +50,12 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
 }
 
 // The slice bound (search_bounds.h) of `type` toward `to`: the largest SliceTransferUs over
-// the bandwidths g below the fastest axis's, each with S = the non-partial axes of size >= 2
-// whose bandwidth is at most g; 0 under a uniform `model`, and where the partial axes of size
-// >= 2 of the two types differ (a pending reduction, or a dead end). Compact::SliceBound is
-// the same loop on compact types. Adds the counting work to `*work`.
+// the sets of SliceSets; 0 where the partial axes of size >= 2 of the two types differ (a
+// pending reduction, or a dead end), and under a uniform `model` (no sets; callers skip the
+// call there). Compact::SliceBound is the same loop on compact types. Adds the counting work
+// to `*work`.
 double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& type,
                     const DistType& to, int64_t* work) {
-  if (internal::IsUniform(mesh, model)) return 0;
   int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
   for (const std::string& axis : type.partial) {
     const int64_t size = mesh.AxisSize(axis);
@@ -66,37 +65,25 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   for (const std::string& axis : to.partial) {
     if (mesh.AxisSize(axis) > 1 && !Contains(type.partial, axis)) return 0;
   }
-  const double fastest_gbps = model.Fastest(mesh).gbps;
   const int k = mesh.num_axes();
   std::vector<double> gbps(k);
+  std::vector<int64_t> sizes(k);
   std::vector<bool> eligible(k);  // Of size >= 2 and not partial: may be in S.
   for (int a = 0; a < k; ++a) {
     gbps[a] = model.Axis(mesh.axes()[a].name).gbps;
-    eligible[a] = mesh.axes()[a].size > 1 && !Contains(type.partial, mesh.axes()[a].name);
+    sizes[a] = mesh.axes()[a].size;
+    eligible[a] = sizes[a] > 1 && !Contains(type.partial, mesh.axes()[a].name);
   }
   std::vector<internal::SliceDim> dims(type.rank());
   std::vector<internal::SliceDigits> type_digits(type.rank()), target_digits(type.rank());
   double most = 0;
-  for (int t = 0; t < k; ++t) {
-    const double g = gbps[t];
-    if (!eligible[t] || g >= fastest_gbps) continue;
-    bool seen = false;  // Each bandwidth once, at its first axis.
-    for (int u = 0; u < t && !seen; ++u) seen = eligible[u] && gbps[u] == g;
-    if (seen) continue;
-    std::vector<int> slot(k, -1);  // Position in S.
-    std::vector<int64_t> sizes;
-    int64_t slice_axes = 1;
-    for (int a = 0; a < k; ++a) {
-      if (!eligible[a] || gbps[a] > g) continue;
-      slot[a] = static_cast<int>(sizes.size());
-      sizes.push_back(mesh.axes()[a].size);
-      slice_axes *= mesh.axes()[a].size;
-    }
+  for (const internal::SliceSet& set : internal::SliceSets(
+           gbps, sizes, eligible, model.Fastest(mesh).gbps, mesh.num_devices(), layers)) {
     auto digits = [&](const std::vector<std::string>& axes, internal::SliceDigits& out) {
       out.count = 0;
       for (const std::string& axis : axes) {
         const int a = mesh.WholeAxisIndex(axis);
-        if (mesh.axes()[a].size > 1) out.Add(mesh.axes()[a].size, slot[a]);
+        if (sizes[a] > 1) out.Add(sizes[a], set.slot[a]);
       }
     };
     for (int i = 0; i < type.rank(); ++i) {
@@ -105,9 +92,9 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
       dims[i] = {type.dims[i].size, &type_digits[i], &target_digits[i]};
     }
     const int64_t lacking = internal::MoreLackingSlice(
-        dims.data(), type.rank(), sizes.data(), static_cast<int>(sizes.size()), work);
-    most = std::max(most, internal::SliceTransferUs(g, lacking, ElementBytes(to.element_type),
-                                                    mesh.num_devices() / (slice_axes * layers)));
+        dims.data(), type.rank(), set.sizes.data(), static_cast<int>(set.sizes.size()), work);
+    most = std::max(most, internal::SliceTransferUs(set.gbps, lacking,
+                                                    ElementBytes(to.element_type), set.devices));
   }
   return most;
 }
@@ -904,7 +891,7 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
                                     internal::PendingUnit(m, t)),
         m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t),
-        SliceBoundUs(m, model, f, t, &work));
+        internal::IsUniform(m, model) ? 0.0 : SliceBoundUs(m, model, f, t, &work));
   });
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace reshard::internal {
 
@@ -168,6 +169,33 @@ int64_t MoreLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, i
   if (!varies) return zeros;
   for (int j = 0; j < count; ++j) coords[j] = sizes[j] - 1;
   return std::max(zeros, SliceLackingElements(dims, rank, coords, work));
+}
+
+std::vector<SliceSet> SliceSets(const std::vector<double>& gbps,
+                                const std::vector<int64_t>& sizes,
+                                const std::vector<bool>& eligible, double fastest_gbps,
+                                int64_t devices, int64_t layers) {
+  const int k = static_cast<int>(gbps.size());
+  std::vector<SliceSet> sets;
+  for (int t = 0; t < k; ++t) {
+    const double g = gbps[t];
+    if (!eligible[t] || g >= fastest_gbps) continue;
+    bool seen = false;  // Each bandwidth once, at its first axis.
+    for (int u = 0; u < t && !seen; ++u) seen = eligible[u] && gbps[u] == g;
+    if (seen) continue;
+    SliceSet& set = sets.emplace_back();
+    set.gbps = g;
+    set.slot.assign(k, -1);
+    int64_t slice_axes = 1;
+    for (int a = 0; a < k; ++a) {
+      if (!eligible[a] || gbps[a] > g) continue;
+      set.slot[a] = static_cast<int>(set.sizes.size());
+      set.sizes.push_back(sizes[a]);
+      slice_axes *= sizes[a];
+    }
+    set.devices = devices / (slice_axes * layers);
+  }
+  return sets;
 }
 
 double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,

@@ -8,6 +8,7 @@
 #define RESHARD_SYNTH_SEARCH_BOUNDS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "synth/placement.h"
 #include "synth/search.h"
@@ -108,6 +109,22 @@ int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coor
 // axis's coordinate and its atoms' digits name the same devices), so neither does the bound.
 int64_t MoreLackingSlice(const SliceDim* dims, int rank, const int64_t* sizes, int count,
                          int64_t* work);
+// One set S: its bandwidth g, each mesh axis's slot in it (-1 when not in it), the sizes of
+// its axes by slot, and the devices of one of its slices in one summand layer.
+struct SliceSet {
+  double gbps = 0;
+  std::vector<int> slot;
+  std::vector<int64_t> sizes;
+  int64_t devices = 1;
+};
+// The sets the searches use, by mesh axis: for each bandwidth g below `fastest_gbps` among the
+// `eligible` axes (size >= 2, not partial), at its first such axis in mesh order, S = the
+// eligible axes whose bandwidth is at most g. `layers`: the product of the partial axes'
+// sizes (for SliceSet::devices).
+std::vector<SliceSet> SliceSets(const std::vector<double>& gbps,
+                                const std::vector<int64_t>& sizes,
+                                const std::vector<bool>& eligible, double fastest_gbps,
+                                int64_t devices, int64_t layers);
 // `lacking` elements spread over `slice_devices` (the devices of a slice in one summand
 // layer: devices / (the sizes of S's axes times those of the partial axes)), at `gbps`.
 double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,
