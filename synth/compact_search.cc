@@ -797,51 +797,23 @@ class Compact {
     if (!need_total) {
       if (std::optional<int64_t> worst = NestedWorst(type, from_local)) return {*worst, -1};
     }
-    int slot_from[kMaxAxes], slot_to[kMaxAxes];
-    int64_t w_from[kMaxAxes], w_to[kMaxAxes];
-    for (int a = 0; a < num_axes_; ++a) {
-      slot_from[a] = slot_to[a] = -1;
-      w_from[a] = w_to[a] = 0;
-    }
-    // Offsets (block * local size) in dimension i grow by stride * local per unit of the
-    // coordinate.
-    auto place = [&](const CType& c, int i, int64_t local, int* slot, int64_t* w) {
-      int64_t stride = local;
+    AxisRole from_roles[kMaxAxes], to_roles[kMaxAxes];
+    auto place = [&](const CType& c, int i, AxisRole* roles) {
+      int64_t stride = 1;
       for (int s = c.end[i] - 1; s >= c.begin(i); --s) {
-        slot[c.ax[s]] = i;
-        w[c.ax[s]] = stride;
+        roles[c.ax[s]] = AxisRole{i, stride};
         stride *= size_[c.ax[s]];
       }
     };
     for (int i = 0; i < rank_; ++i) {
-      place(type, i, from_local[i], slot_from, w_from);
-      place(to_, i, to_local_[i], slot_to, w_to);
+      place(type, i, from_roles);
+      place(to_, i, to_roles);
     }
-    int64_t f[kMaxRank] = {}, t[kMaxRank] = {}, coord[kMaxAxes] = {};
-    int64_t worst = 0;
-    __int128 total = 0;
-    for (int64_t d = 0; d < n_; ++d) {
-      int64_t held = 1;
-      for (int i = 0; i < rank_ && held > 0; ++i) {
-        const int64_t lo = std::max(f[i], t[i]);
-        const int64_t hi = std::min(f[i] + from_local[i], t[i] + to_local_[i]);
-        held *= std::max<int64_t>(0, hi - lo);
-      }
-      worst = std::max(worst, target_elements_ - held);
-      total += target_elements_ - held;
-      if (!need_total && worst == target_elements_) break;  // Nothing held: the maximum.
-      for (int a = num_axes_ - 1; a >= 0; --a) {
-        if (++coord[a] < size_[a]) {
-          if (slot_from[a] >= 0) f[slot_from[a]] += w_from[a];
-          if (slot_to[a] >= 0) t[slot_to[a]] += w_to[a];
-          break;
-        }
-        coord[a] = 0;
-        if (slot_from[a] >= 0) f[slot_from[a]] -= w_from[a] * (size_[a] - 1);
-        if (slot_to[a] >= 0) t[slot_to[a]] -= w_to[a] * (size_[a] - 1);
-      }
-    }
-    return {worst, need_total ? SaturatedInt64(total * element_bytes_) : -1};
+    const Lacking lacking = LackingElements(
+        absl::MakeConstSpan(size_, num_axes_), absl::MakeConstSpan(from_roles, num_axes_),
+        absl::MakeConstSpan(from_local, rank_), absl::MakeConstSpan(to_roles, num_axes_),
+        absl::MakeConstSpan(to_local_, rank_), target_elements_, need_total);
+    return {lacking.worst, need_total ? SaturatedInt64(lacking.total * element_bytes_) : -1};
   }
 
   // Walk's maximum without the walk, where each dimension's local sizes divide one another

@@ -315,32 +315,87 @@ int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in
   return n - kept * free_devices;
 }
 
-// The device walk of ComputeLowerBounds for a non-partial pair, from block roles (BlockRoles)
-// and local shapes.
-static LowerBounds ComputeLowerBoundsFromRoles(const Mesh& mesh,
-                                               const std::vector<AxisRole>& from_roles,
-                                               const std::vector<int64_t>& from_local,
-                                               const std::vector<AxisRole>& to_roles,
-                                               const std::vector<int64_t>& to_local,
-                                               int64_t target_elements, int64_t element_bytes) {
+Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
+                        absl::Span<const int64_t> from_local,
+                        absl::Span<const AxisRole> to_roles, absl::Span<const int64_t> to_local,
+                        int64_t target_elements, bool need_total) {
   const int rank = static_cast<int>(to_local.size());
-  std::vector<int64_t> from_block(rank + 1), to_block(rank + 1);
-  __int128 total = 0;
-  int64_t worst = 0;
-  WalkDevices(mesh, from_roles, from_block, to_roles, to_block,
-              [&](int64_t) {
-                int64_t held = 1;
-                for (int i = 0; i < rank && held > 0; ++i) {
-                  const int64_t f = from_block[i] * from_local[i];
-                  const int64_t t = to_block[i] * to_local[i];
-                  const int64_t lo = std::max(f, t);
-                  const int64_t hi = std::min(f + from_local[i], t + to_local[i]);
-                  held *= std::max<int64_t>(0, hi - lo);
-                }
-                total += target_elements - held;
-                worst = std::max(worst, target_elements - held);
-              });
-  return LowerBounds{Saturate(total * element_bytes), worst};
+  // Offsets (block * local size) grow by weight * local per unit of an axis's coordinate.
+  struct Axis {
+    int from_dim, to_dim;
+    int64_t size, from_step, to_step;
+  };
+  auto dim_of = [rank](const AxisRole& role) {
+    return role.slot >= 0 && role.slot < rank ? role.slot : -1;
+  };
+  absl::InlinedVector<Axis, 16> links;
+  absl::InlinedVector<absl::InlinedVector<Axis, 8>, 4> own(rank);
+  int64_t devices = 1, walked = 1;  // Walked: the devices the walked coordinates tell apart.
+  for (size_t a = 0; a < sizes.size(); ++a) {
+    devices *= sizes[a];
+    const int i = dim_of(from_roles[a]), j = dim_of(to_roles[a]);
+    if (i < 0 && j < 0) continue;
+    walked *= sizes[a];
+    const Axis axis{i, j, sizes[a], i < 0 ? 0 : from_roles[a].weight * from_local[i],
+                    j < 0 ? 0 : to_roles[a].weight * to_local[j]};
+    if (i >= 0 && j >= 0 && i != j) {
+      links.push_back(axis);
+    } else {
+      own[i >= 0 ? i : j].push_back(axis);
+    }
+  }
+  // Moves the offsets to the next tuple of `axes`' coordinates; false after the last (then
+  // every coordinate, and so every offset, is back where it started).
+  auto advance = [](absl::Span<const Axis> axes, int64_t* coord, int64_t* f, int64_t* t) {
+    for (int q = static_cast<int>(axes.size()) - 1; q >= 0; --q) {
+      const Axis& a = axes[q];
+      if (++coord[q] < a.size) {
+        if (a.from_dim >= 0) f[a.from_dim] += a.from_step;
+        if (a.to_dim >= 0) t[a.to_dim] += a.to_step;
+        return true;
+      }
+      coord[q] = 0;
+      if (a.from_dim >= 0) f[a.from_dim] -= a.from_step * (a.size - 1);
+      if (a.to_dim >= 0) t[a.to_dim] -= a.to_step * (a.size - 1);
+    }
+    return false;
+  };
+  absl::InlinedVector<int64_t, 8> f(rank, 0), t(rank, 0);
+  absl::InlinedVector<int64_t, 16> link_coord(links.size(), 0), coord;
+  int64_t least_held = std::numeric_limits<int64_t>::max();
+  __int128 held_sum = 0;
+  do {
+    int64_t least = 1;
+    __int128 sum = 1;
+    for (int i = 0; i < rank && (need_total || least > 0); ++i) {
+      coord.assign(own[i].size(), 0);
+      int64_t dim_least = std::numeric_limits<int64_t>::max();
+      __int128 dim_sum = 0;
+      do {
+        const int64_t lo = std::max(f[i], t[i]);
+        const int64_t hi = std::min(f[i] + from_local[i], t[i] + to_local[i]);
+        const int64_t overlap = std::max<int64_t>(0, hi - lo);
+        dim_least = std::min(dim_least, overlap);
+        dim_sum += overlap;
+      } while ((need_total || dim_least > 0) &&
+               advance(own[i], coord.data(), f.data(), t.data()));
+      least *= dim_least;
+      sum *= dim_sum;
+    }
+    least_held = std::min(least_held, least);
+    held_sum += sum;
+  } while ((need_total || least_held > 0) &&
+           advance(links, link_coord.data(), f.data(), t.data()));
+  Lacking lacking{target_elements - least_held, -1};
+  if (need_total) {
+    lacking.total = __int128{devices} * target_elements - held_sum * (devices / walked);
+  }
+  return lacking;
+}
+
+// LowerBounds from LackingElements' result in elements.
+static LowerBounds Walked(const Lacking& lacking, int64_t element_bytes) {
+  return LowerBounds{Saturate(lacking.total * element_bytes), lacking.worst};
 }
 
 LowerBoundsTo::LowerBoundsTo(const Mesh& mesh, const DistType& to)
@@ -348,7 +403,9 @@ LowerBoundsTo::LowerBoundsTo(const Mesh& mesh, const DistType& to)
       to_(to),
       to_roles_(BlockRoles(mesh, to)),
       to_local_(LocalShape(mesh, to)),
-      target_elements_(LocalElements(mesh, to)) {}
+      target_elements_(LocalElements(mesh, to)) {
+  for (const MeshAxis& axis : mesh.axes()) axis_sizes_.push_back(axis.size);
+}
 
 LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
   RESHARD_CHECK(from.rank() == to_.rank()) << "types of different rank";
@@ -361,8 +418,9 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
           ? LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ *
                                  element_bytes),
                         target_elements_}
-          : ComputeLowerBoundsFromRoles(mesh_, BlockRoles(mesh_, from), from_local, to_roles_,
-                                        to_local_, target_elements_, element_bytes);
+          : Walked(LackingElements(axis_sizes_, BlockRoles(mesh_, from), from_local, to_roles_,
+                                   to_local_, target_elements_, /*need_total=*/true),
+                   element_bytes);
   bounds.pending = pending;
   bounds.pieces = pieces;
   return bounds;

@@ -110,6 +110,25 @@ struct LowerBounds {
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
 
+// Over the devices of a mesh with axis sizes `sizes`, for two types without pending summands
+// whose blocks are given by per-axis roles (slot = dimension, weight = the axis's stride in
+// that dimension's block index; slots outside [0, rank) are ignored) and local shapes: the
+// most target elements any device lacks, and (with `need_total`; else -1) their sum over the
+// devices. A device holds prod_i overlap_i, where overlap_i depends only on the axes that split
+// dimension i in either type; an axis that splits dimension i in one type and j != i in the
+// other links them. For each tuple of the linking axes' coordinates the dimensions are
+// independent, so the walk visits |links| * sum_i |own axes of i| tuples rather than every
+// device (e.g. 6 * (16 + 64) instead of 6 144). Without `need_total` it stops at the first
+// device that holds nothing.
+struct Lacking {
+  int64_t worst = 0;
+  __int128 total = -1;
+};
+Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
+                        absl::Span<const int64_t> from_local,
+                        absl::Span<const AxisRole> to_roles, absl::Span<const int64_t> to_local,
+                        int64_t target_elements, bool need_total);
+
 // M = pending * prod_i ceil(to_local[i] / from_local[i]) (saturated at 2^62): the (block,
 // summand) pieces of a type with local shape `from_local` that a device's target block (local
 // shape `to_local`) needs, with `pending` summands still to be reduced. Its block meets at least
@@ -181,6 +200,7 @@ class LowerBoundsTo {
   std::vector<AxisRole> to_roles_;
   std::vector<int64_t> to_local_;
   int64_t target_elements_;
+  std::vector<int64_t> axis_sizes_;
 };
 
 // Whether some step of every plan from a type to the target must cross mesh axis a (size

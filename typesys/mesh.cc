@@ -101,11 +101,13 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
 
 int Mesh::AxisIndex(std::string_view name) const {
   // On every path that names axes by string (types, collectives), so cheap rejections first:
-  // length, then the characters from the end, where the atoms of a refined mesh (`x:(1)2`,
-  // `x:(2)2`) differ.
+  // length, the first character (where atoms of different axes, `x:(1)2` and `y:(1)2`,
+  // differ), then the characters from the end, where atoms of one axis (`x:(1)2`, `x:(2)2`)
+  // differ.
+  if (name.empty()) return -1;
   for (int i = 0; i < num_axes(); ++i) {
     const std::string& candidate = axes_[i].name;
-    if (candidate.size() != name.size()) continue;
+    if (candidate.size() != name.size() || candidate[0] != name[0]) continue;
     size_t k = name.size();
     while (k > 0 && candidate[k - 1] == name[k - 1]) --k;
     if (k == 0) return i;

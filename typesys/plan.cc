@@ -146,11 +146,23 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
   };
   const std::vector<Term> source_terms = terms_of(source, source_local);
   const std::vector<Term> target_terms = terms_of(target, target_local);
-  const int k = mesh.num_axes();
-  std::vector<int64_t> coord(k, 0);
+  // Only the mesh axes the terms read tell devices' blocks apart; every tuple of their
+  // coordinates stands for `alike` devices.
+  std::vector<int> walked;
+  int64_t alike = n;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    auto reads = [a](const Term& t) { return t.digit.index == a; };
+    if (std::none_of(source_terms.begin(), source_terms.end(), reads) &&
+        std::none_of(target_terms.begin(), target_terms.end(), reads)) {
+      continue;
+    }
+    walked.push_back(a);
+    alike /= mesh.axes()[a].size;
+  }
+  std::vector<int64_t> coord(mesh.num_axes(), 0);
   std::vector<int64_t> source_offset(target.rank()), target_offset(target.rank());
   __int128 total = 0;
-  for (int64_t d = 0; d < n; ++d) {
+  for (int64_t d = 0; d < n / alike; ++d) {
     std::fill(source_offset.begin(), source_offset.end(), 0);
     std::fill(target_offset.begin(), target_offset.end(), 0);
     for (const Term& t : source_terms) source_offset[t.dim] += digit_of(coord, t.digit) * t.weight;
@@ -162,12 +174,13 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
       held *= std::max<int64_t>(0, hi - lo);
     }
     total += target_elements - held;
-    // Next device id: the last mesh axis varies fastest (Mesh::Coordinates).
-    for (int a = k - 1; a >= 0; --a) {
-      if (++coord[a] < mesh.axes()[a].size) break;
-      coord[a] = 0;
+    // The next tuple, the last walked axis fastest.
+    for (auto a = walked.rbegin(); a != walked.rend(); ++a) {
+      if (++coord[*a] < mesh.axes()[*a].size) break;
+      coord[*a] = 0;
     }
   }
+  total *= alike;
   return Saturate(total * element_bytes);
 }
 
