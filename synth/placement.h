@@ -110,24 +110,56 @@ struct LowerBounds {
 };
 LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to);
 
+// One type's axes of size above 1 in one dimension, major to minor, each with its slot in a
+// list of fixed coordinates (-1 when its digit is free). Axes of size 1 are left out: their
+// digit is always 0. A mesh of at most kMaxDevices devices has at most 20 axes of size above 1.
+inline constexpr int kMaxSliceDigits = 24;
+struct SliceDigits {
+  int count = 0;
+  int32_t size[kMaxSliceDigits];
+  int8_t slot[kMaxSliceDigits];
+  void Add(int64_t axis_size, int slot_in_s) {
+    size[count] = static_cast<int32_t>(axis_size);
+    slot[count++] = static_cast<int8_t>(slot_in_s);
+  }
+};
+// The product of the sizes of the fixed digits (1 when none is).
+int64_t FixedProduct(const SliceDigits& digits);
+// A dimension of size n read in the mixed radix of a type's axes, major to minor, has the
+// type's local size as its least significant radix. Of its indices, those whose fixed digits
+// in `a` and in `b` are the coordinates `coords` (by slot): how many lie in both sets. Walks
+// the intervals of the set with fewer, counting the other's members in each (a walk down its
+// digits at both ends). Adds its work to `*work`: a unit, and where both sets have fixed
+// digits the intervals walked times the digits of the other.
+int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b,
+                      const int64_t* coords, int64_t* work);
+
 // Over the devices of a mesh with axis sizes `sizes`, for two types without pending summands
 // whose blocks are given by per-axis roles (slot = dimension, weight = the axis's stride in
 // that dimension's block index; slots outside [0, rank) are ignored) and local shapes: the
 // most target elements any device lacks, and (with `need_total`; else -1) their sum over the
-// devices. A device holds prod_i overlap_i, where overlap_i depends only on the axes that split
-// dimension i in either type; an axis that splits dimension i in one type and j != i in the
-// other links them. For each tuple of the linking axes' coordinates the dimensions are
-// independent, so the walk visits |links| * sum_i |own axes of i| tuples rather than every
-// device (e.g. 6 * (16 + 64) instead of 6 144). Without `need_total` it stops at the first
-// device that holds nothing.
+// devices. Exact, by either of two walks (`walk`: the cheaper by a count of tuples, unless a
+// test forces one):
+// - kEveryTuple visits every tuple of coordinates of the axes that split a dimension in
+//   either type (devices that differ only elsewhere hold alike);
+// - kFixedTuples visits every tuple of the axes that split a dimension in both types. A
+//   device holds prod_i overlap_i, where overlap_i depends only on the axes of dimension i in
+//   either type, so given those fixed coordinates the dimensions are independent, and each
+//   one's free digits (axes of one type only) are counted, not walked: the sum of overlaps
+//   is the indices both types' free blocks cover (CommonIndices), the least overlap follows
+//   from how many blocks of one side meet each block of the other (at most 2 blocks need
+//   looking at). E.g. 6 144 devices whose types share one axis of size 6: 6 tuples.
+// Without `need_total` a walk stops at the first device that holds nothing.
 struct Lacking {
   int64_t worst = 0;
   __int128 total = -1;
 };
+enum class LackingWalk { kCheaper, kEveryTuple, kFixedTuples };
 Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
                         absl::Span<const int64_t> from_local,
                         absl::Span<const AxisRole> to_roles, absl::Span<const int64_t> to_local,
-                        int64_t target_elements, bool need_total);
+                        int64_t target_elements, bool need_total,
+                        LackingWalk walk = LackingWalk::kCheaper);
 
 // M = pending * prod_i ceil(to_local[i] / from_local[i]) (saturated at 2^62): the (block,
 // summand) pieces of a type with local shape `from_local` that a device's target block (local

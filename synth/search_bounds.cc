@@ -34,122 +34,14 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
   return latency + std::max(fastest.TransferUs(std::max(worst, average)), slice_transfer_us);
 }
 
-namespace {
-
-// A dimension of size n read in the mixed radix of one type's axes (major to minor) and its
-// local size: the indices whose digits of the slice's axes are the slice's coordinates.
-class DigitPattern {
- public:
-  DigitPattern(int64_t n, const SliceDigits& digits, const int64_t* coords)
-      : n_(n), count_(digits.count) {
-    int64_t stride = n;
-    for (int j = 0; j < count_; ++j) stride /= digits.size[j];
-    local_ = stride;
-    int64_t completions = local_;
-    for (int j = count_ - 1; j >= 0; --j) {
-      size_[j] = digits.size[j];
-      fixed_[j] = digits.slot[j] < 0 ? -1 : coords[digits.slot[j]];
-      stride_[j] = stride;
-      completions_[j] = completions;  // Matching indices per value of digits 0..j.
-      stride *= size_[j];
-      if (fixed_[j] < 0) completions *= size_[j];
-      if (fixed_[j] >= 0 && last_ < 0) last_ = j;
-    }
-    total_ = completions;
-  }
-  int64_t total() const { return total_; }
-  // Matching indices below t (0 <= t <= n): a walk down t's digits.
-  int64_t Below(int64_t t) const {
-    if (t >= n_) return total_;
-    int64_t count = 0;
-    for (int j = 0; j < count_; ++j) {
-      const int64_t digit = t / stride_[j] % size_[j];
-      if (fixed_[j] < 0) {
-        count += digit * completions_[j];
-      } else if (digit != fixed_[j]) {
-        // Below t exactly when the fixed digit is below t's.
-        return digit > fixed_[j] ? count + completions_[j] : count;
-      }
-    }
-    return count + t % local_;
-  }
-  // The matching indices as intervals, one per value of the free digits above the most minor
-  // fixed digit, as long as that digit's stride (none fixed: the whole dimension).
-  int64_t Intervals() const {
-    int64_t intervals = 1;
-    for (int j = 0; j < last_; ++j) {
-      if (fixed_[j] < 0) intervals *= size_[j];
-    }
-    return intervals;
-  }
-  // Calls visit(start, length) on each of the Intervals().
-  template <typename Visit>
-  void ForEachInterval(Visit visit) const {
-    if (last_ < 0) {
-      visit(int64_t{0}, n_);
-      return;
-    }
-    int64_t digit[kMaxSliceDigits];  // An odometer over the free digits above last_.
-    for (int j = 0; j <= last_; ++j) digit[j] = fixed_[j] < 0 ? 0 : fixed_[j];
-    while (true) {
-      int64_t start = 0;
-      for (int j = 0; j <= last_; ++j) start += digit[j] * stride_[j];
-      visit(start, stride_[last_]);
-      int j = last_ - 1;
-      for (; j >= 0; --j) {
-        if (fixed_[j] >= 0) continue;
-        if (++digit[j] < size_[j]) break;
-        digit[j] = 0;
-      }
-      if (j < 0) return;
-    }
-  }
-
- private:
-  int64_t n_, local_ = 1, total_ = 0;
-  int count_, last_ = -1;
-  int64_t size_[kMaxSliceDigits], stride_[kMaxSliceDigits], completions_[kMaxSliceDigits];
-  int64_t fixed_[kMaxSliceDigits];  // The slice's coordinate, or -1 for a free digit.
-};
-
-// Product of the sizes of the digits in S (1 when none is).
-int64_t FixedProduct(const SliceDigits& digits) {
-  int64_t product = 1;
-  for (int j = 0; j < digits.count; ++j) {
-    if (digits.slot[j] >= 0) product *= digits.size[j];
-  }
-  return product;
-}
-
-}  // namespace
 
 int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
                              int64_t* work) {
   __int128 needed = 1, both = 1;
   for (int i = 0; i < rank; ++i) {
     const SliceDim& dim = dims[i];
-    const int64_t held_fixed = FixedProduct(*dim.type), want_fixed = FixedProduct(*dim.target);
-    ++*work;
-    if (held_fixed == 1 || want_fixed == 1) {
-      // One side is every index: the intersection is the other side, of known size.
-      needed *= dim.size / want_fixed;
-      both *= dim.size / (held_fixed * want_fixed);
-      continue;
-    }
-    const DigitPattern held(dim.size, *dim.type, coords);
-    const DigitPattern want(dim.size, *dim.target, coords);
-    needed *= want.total();
-    // The intersection: walk the intervals of the pattern with fewer, counting the other's
-    // matches in each (a walk down its digits at both ends).
-    const bool by_held = held.Intervals() <= want.Intervals();
-    const DigitPattern& walked = by_held ? held : want;
-    const DigitPattern& counted = by_held ? want : held;
-    *work += walked.Intervals() * (by_held ? dim.target->count : dim.type->count);
-    int64_t common = 0;
-    walked.ForEachInterval([&](int64_t start, int64_t length) {
-      common += counted.Below(start + length) - counted.Below(start);
-    });
-    both *= common;
+    needed *= dim.size / FixedProduct(*dim.target);
+    both *= CommonIndices(dim.size, *dim.type, *dim.target, coords, work);
   }
   const __int128 lacking = needed - both;
   return lacking > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()

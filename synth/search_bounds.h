@@ -71,20 +71,8 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
 // searches take, for each bandwidth g below the fastest axis's, S = the non-partial axes of
 // size >= 2 whose bandwidth is at most g, and two of its slices (MoreLackingSlice).
 //
-// One type's axes of size above 1 in one dimension, major to minor, each with its position
-// in S's list of coordinates (-1 when it is not in S). Axes of size 1 are left out: their
-// digit is always 0. A mesh of at most kMaxDevices devices has at most 20 axes of size
-// above 1.
-inline constexpr int kMaxSliceDigits = 24;
-struct SliceDigits {
-  int count = 0;
-  int32_t size[kMaxSliceDigits];
-  int8_t slot[kMaxSliceDigits];
-  void Add(int64_t axis_size, int slot_in_s) {
-    size[count] = static_cast<int32_t>(axis_size);
-    slot[count++] = static_cast<int8_t>(slot_in_s);
-  }
-};
+// One type's axes in one dimension: SliceDigits (synth/placement.h), their slots in S's list
+// of coordinates.
 // One dimension: its size and its axes in the type and in the target.
 struct SliceDim {
   int64_t size = 0;

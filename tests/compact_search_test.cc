@@ -574,10 +574,9 @@ TEST(SliceBound, LackingElementsMatchEnumeration) {
   EXPECT_EQ(checked, 400);
 }
 
-// LackingElements (the lower bounds' walk, which visits the linking axes' tuples times each
-// dimension's own axes' tuples) against the definition, a pass over every device with its
-// blocks: on random meshes and types whose local sizes need not divide one another, with and
-// without the total.
+// LackingElements (the lower bounds' walk) against the definition, a pass over every device
+// with its blocks: on random meshes and types whose local sizes need not divide one another,
+// by either walk, with and without the total.
 TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
   std::mt19937 rng(11);
   const char* names[] = {"x", "y", "z", "w"};
@@ -636,12 +635,17 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
       total += target_elements - held;
     }
     const std::string where = mesh.ToString() + " " + ToString(from) + " -> " + ToString(to);
-    for (const bool need_total : {true, false}) {
-      const internal::Lacking got =
-          internal::LackingElements(axis_sizes, roles(from), from_local, roles(to), to_local,
-                                    target_elements, need_total);
-      EXPECT_EQ(got.worst, worst) << where;
-      EXPECT_TRUE(got.total == (need_total ? total : -1)) << where;
+    for (const internal::LackingWalk walk :
+         {internal::LackingWalk::kCheaper, internal::LackingWalk::kEveryTuple,
+          internal::LackingWalk::kFixedTuples}) {
+      for (const bool need_total : {true, false}) {
+        const internal::Lacking got =
+            internal::LackingElements(axis_sizes, roles(from), from_local, roles(to), to_local,
+                                      target_elements, need_total, walk);
+        EXPECT_EQ(got.worst, worst) << where << " walk " << static_cast<int>(walk);
+        EXPECT_TRUE(got.total == (need_total ? total : -1))
+            << where << " walk " << static_cast<int>(walk);
+      }
     }
   }
 }
