@@ -178,10 +178,42 @@ struct WalkedAxis {
   int64_t size, from_step, to_step;
 };
 
-// Per tuple of fixed coordinates and dimension, LackingElements' kFixedTuples walk takes about
-// this many times as long as kEveryTuple's visit of one tuple (medians 125 and 7.3 ns on 300
-// random pairs of 6-11 axes; a one-off harness): kCheaper compares the tuples so weighted.
-constexpr int64_t kFixedTupleCost = 12;
+// LackingElements' kFixedTuples walk, in units of kEveryTuple's visit of one tuple: per fixed
+// tuple and dimension a constant part, plus CommonIndices' walk over the intervals of one
+// type's free digits, each counted on the other type's digits. kCheaper takes the walk with
+// the smaller estimate.
+constexpr int64_t kFixedDimCost = 12;
+int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fixed_tuples) {
+  int64_t per_tuple = 0;
+  for (int i = 0; i < rank; ++i) {
+    // Per type: its digits in dimension i, and the product of its free digits more major than
+    // its most minor fixed one (the intervals CommonIndices walks; 0 without a fixed digit).
+    int64_t digits[2] = {0, 0}, intervals[2] = {0, 0};
+    for (int side = 0; side < 2; ++side) {
+      int64_t minor_fixed = std::numeric_limits<int64_t>::max();
+      for (const WalkedAxis& a : used) {
+        const int own = side == 0 ? a.from_dim : a.to_dim, other = side == 0 ? a.to_dim : a.from_dim;
+        const int64_t step = side == 0 ? a.from_step : a.to_step;
+        if (own != i) continue;
+        ++digits[side];
+        if (other >= 0) minor_fixed = std::min(minor_fixed, step);
+      }
+      if (minor_fixed == std::numeric_limits<int64_t>::max()) continue;
+      intervals[side] = 1;
+      for (const WalkedAxis& a : used) {
+        const int own = side == 0 ? a.from_dim : a.to_dim, other = side == 0 ? a.to_dim : a.from_dim;
+        const int64_t step = side == 0 ? a.from_step : a.to_step;
+        if (own == i && other < 0 && step > minor_fixed) intervals[side] *= a.size;
+      }
+    }
+    per_tuple += kFixedDimCost;
+    if (intervals[0] > 0 && intervals[1] > 0) {
+      per_tuple += intervals[0] <= intervals[1] ? intervals[0] * digits[1]
+                                                : intervals[1] * digits[0];
+    }
+  }
+  return fixed_tuples * per_tuple;
+}
 
 // LackingElements by visiting every tuple of the coordinates of `used` (each tuple standing
 // for `alike` devices), with the block offsets kept by an odometer.
@@ -524,8 +556,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                               j < 0 ? 0 : to_roles[a].weight * to_local[j]});
   }
   if (walk == LackingWalk::kCheaper) {
-    walk = fixed_tuples * rank * kFixedTupleCost >= walked ? LackingWalk::kEveryTuple
-                                                           : LackingWalk::kFixedTuples;
+    walk = FixedTuplesCost(used, rank, fixed_tuples) >= walked ? LackingWalk::kEveryTuple
+                                                               : LackingWalk::kFixedTuples;
   }
   if (walk == LackingWalk::kEveryTuple) {
     return WalkUsedAxes(used, devices / walked, from_local, to_local, target_elements,
