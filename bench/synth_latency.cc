@@ -5,6 +5,7 @@
 // BM_Case/<strategy>/<n>: one case of bench/cases.txt (n = its position), mean latency.
 // BM_PermutePricing/<n>: see below.
 // BM_Common/<n>: see below.
+// BM_SearchUnit/<search>/<n>: see below.
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls, and
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls;
@@ -181,6 +182,43 @@ void BM_Common(benchmark::State& state) {
   }
 }
 
+// BM_SearchUnit/<search>/<n>: one `optimal`-style search (time mode, byte bound) on a mesh of
+// 14 axes of size 2, cut by a work budget of 2^24 units, on compact types (search 0, SearchPlan)
+// or on DistTypes (1, internal::SearchPlanOnDistTypes, which SearchPlan runs where types do
+// not fit the compact encoding); counter ns_per_unit = time / work. Their ratio is
+// kDistTypeWorkFactor's (synth/search.cc).
+const char kUnitMesh[] = "a=2,b=2,c=2,d=2,e=2,f=2,g=2,h=2,i=2,j=2,k=2,l=2,m=2,n=2";
+const CommonCase kUnit[] = {
+    {"bf16[262144{a,b,c,d},131072]", "bf16[262144{e,f},131072{a,b,c}]"},
+    {"bf16[262144{a,b},131072{c,d,e}]", "bf16[262144{c,d,e,f},131072{a}]"},
+};
+
+void BM_SearchUnit(benchmark::State& state) {
+  const CommonCase& c = kUnit[state.range(1)];
+  const Mesh mesh = *ParseMesh(kUnitMesh);
+  const DistType from = *ParseValidType(mesh, c.from);
+  const DistType to = *ParseValidType(mesh, c.to);
+  const CostModel model;
+  SearchOptions options;
+  options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  options.cost_model = &model;
+  options.bytes_bound = true;
+  options.max_work = int64_t{1} << 24;
+  int64_t work = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    SearchStats stats;
+    absl::StatusOr<std::vector<Step>> steps =
+        state.range(0) == 0 ? SearchPlan(mesh, from, to, options, &stats)
+                            : internal::SearchPlanOnDistTypes(mesh, from, to, options, &stats);
+    benchmark::DoNotOptimize(steps);
+    work += stats.work;
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() -
+                                                             start).count();
+  state.counters["ns_per_unit"] = ns / static_cast<double>(work);
+}
+
 // Representative cases: 1-D a2a, 2-D swap, 2-D partial, paper 3-D example, 3-D swap,
 // 4-D reversal, 4-D 256-device move.
 const int kRepresentative[] = {0, 12, 17, 46, 33, 48, 61};
@@ -193,6 +231,13 @@ void Register() {
   }
   for (int n = 0; n < static_cast<int>(std::size(kCommon)); ++n) {
     benchmark::RegisterBenchmark("BM_Common", BM_Common)->Arg(n)->Unit(benchmark::kMicrosecond);
+  }
+  for (int search = 0; search < 2; ++search) {
+    for (int n = 0; n < static_cast<int>(std::size(kUnit)); ++n) {
+      benchmark::RegisterBenchmark("BM_SearchUnit", BM_SearchUnit)
+          ->Args({search, n})
+          ->Unit(benchmark::kMillisecond);
+    }
   }
   for (Strategy s : {Strategy::kNormal, Strategy::kOptimal}) {
     for (int n : kRepresentative) {
