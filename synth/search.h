@@ -128,11 +128,12 @@ struct SearchOptions {
   std::optional<Incumbent> incumbent;
   // The search gives up (ResourceExhausted) once its work exceeds this, or when a permute
   // class (the types one permute reaches) has more than MaxPermuteClassSize (below) members.
-  // Units are calibrated to about a nanosecond: a device visited by a per-device computation
-  // (the heuristic and exact permute pricing visit every device) is 1, a type built (an edge,
-  // a permute class member) 256, a step of counting a permute's moved devices 16. Together
-  // with max_states this bounds the search's time and memory on any mesh up to kMaxDevices
-  // devices and on any number of axes.
+  // Units are meant as about a nanosecond (measured 0.8-5 ns; docs/synthesis.md): a device
+  // visited by a per-device computation (the heuristic and exact permute pricing visit every
+  // device) is 1, a type built (an edge, a permute class member) 256, a step of counting a
+  // permute's moved devices 16. Together with max_states this bounds the search's time and
+  // memory on any mesh up to kMaxDevices devices and on any number of axes. SearchPlan gives
+  // the search on DistTypes, where it stands in for the compact one, an eighth of it.
   int64_t max_work = int64_t{1} << 30;
   // Whether permute steps of the result carry their pairs (MinimalPermute under cost_model).
   // Callers that re-pair permutes anyway (Synthesize does) turn it off: building pairs visits
