@@ -214,8 +214,8 @@ void BM_SearchUnit(benchmark::State& state) {
     benchmark::DoNotOptimize(steps);
     work += stats.work;
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() -
-                                                             start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   state.counters["ns_per_unit"] = ns / static_cast<double>(work);
 }
 

@@ -184,6 +184,16 @@ struct WalkedAxis {
 // the smaller estimate.
 constexpr int64_t kFixedDimCost = 12;
 int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fixed_tuples) {
+  // An axis as one type sees it: its dimension there, its dimension in the other type, and
+  // its offset step there.
+  struct Seen {
+    int dim, other;
+    int64_t step;
+  };
+  auto seen = [](const WalkedAxis& a, int side) {
+    return side == 0 ? Seen{a.from_dim, a.to_dim, a.from_step}
+                     : Seen{a.to_dim, a.from_dim, a.to_step};
+  };
   int64_t per_tuple = 0;
   for (int i = 0; i < rank; ++i) {
     // Per type: its digits in dimension i, and the product of its free digits more major than
@@ -192,24 +202,22 @@ int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fix
     for (int side = 0; side < 2; ++side) {
       int64_t minor_fixed = std::numeric_limits<int64_t>::max();
       for (const WalkedAxis& a : used) {
-        const int own = side == 0 ? a.from_dim : a.to_dim, other = side == 0 ? a.to_dim : a.from_dim;
-        const int64_t step = side == 0 ? a.from_step : a.to_step;
-        if (own != i) continue;
+        const Seen v = seen(a, side);
+        if (v.dim != i) continue;
         ++digits[side];
-        if (other >= 0) minor_fixed = std::min(minor_fixed, step);
+        if (v.other >= 0) minor_fixed = std::min(minor_fixed, v.step);
       }
       if (minor_fixed == std::numeric_limits<int64_t>::max()) continue;
       intervals[side] = 1;
       for (const WalkedAxis& a : used) {
-        const int own = side == 0 ? a.from_dim : a.to_dim, other = side == 0 ? a.to_dim : a.from_dim;
-        const int64_t step = side == 0 ? a.from_step : a.to_step;
-        if (own == i && other < 0 && step > minor_fixed) intervals[side] *= a.size;
+        const Seen v = seen(a, side);
+        if (v.dim == i && v.other < 0 && v.step > minor_fixed) intervals[side] *= a.size;
       }
     }
     per_tuple += kFixedDimCost;
     if (intervals[0] > 0 && intervals[1] > 0) {
-      per_tuple += intervals[0] <= intervals[1] ? intervals[0] * digits[1]
-                                                : intervals[1] * digits[0];
+      per_tuple +=
+          intervals[0] <= intervals[1] ? intervals[0] * digits[1] : intervals[1] * digits[0];
     }
   }
   return fixed_tuples * per_tuple;
@@ -228,10 +236,9 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t alike,
   absl::InlinedVector<WalkedAxis, 16> outer(used.begin(), used.end());
   WalkedAxis inner{-1, -1, 1, 0, 0};
   if (!outer.empty()) {
-    auto largest = std::max_element(outer.begin(), outer.end(),
-                                    [](const WalkedAxis& x, const WalkedAxis& y) {
-                                      return x.size < y.size;
-                                    });
+    auto largest =
+        std::max_element(outer.begin(), outer.end(),
+                         [](const WalkedAxis& x, const WalkedAxis& y) { return x.size < y.size; });
     inner = *largest;
     outer.erase(largest);
   }
@@ -518,8 +525,8 @@ int64_t FixedProduct(const SliceDigits& digits) {
   return product;
 }
 
-int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b,
-                      const int64_t* coords, int64_t* work) {
+int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, const int64_t* coords,
+                      int64_t* work) {
   ++*work;
   const int64_t a_fixed = FixedProduct(a), b_fixed = FixedProduct(b);
   // One side is every index: the intersection is the other side, of known size.
@@ -537,9 +544,9 @@ int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b,
 }
 
 Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
-                        absl::Span<const int64_t> from_local,
-                        absl::Span<const AxisRole> to_roles, absl::Span<const int64_t> to_local,
-                        int64_t target_elements, bool need_total, LackingWalk walk) {
+                        absl::Span<const int64_t> from_local, absl::Span<const AxisRole> to_roles,
+                        absl::Span<const int64_t> to_local, int64_t target_elements,
+                        bool need_total, LackingWalk walk) {
   const int rank = static_cast<int>(to_local.size());
   auto dim_of = [rank](const AxisRole& role) {
     return role.slot >= 0 && role.slot < rank ? role.slot : -1;
@@ -560,8 +567,7 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                                                                : LackingWalk::kFixedTuples;
   }
   if (walk == LackingWalk::kEveryTuple) {
-    return WalkUsedAxes(used, devices / walked, from_local, to_local, target_elements,
-                        need_total);
+    return WalkUsedAxes(used, devices / walked, from_local, to_local, target_elements, need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,
@@ -665,8 +671,7 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     for (int i = 0; i < rank && (need_total || least > 0); ++i) {
       least *= least_overlap(i, coords.data());
       if (need_total) {
-        sum *= CommonIndices(dims[i].size, dims[i].from, dims[i].to, coords.data(),
-                             &unused_work);
+        sum *= CommonIndices(dims[i].size, dims[i].from, dims[i].to, coords.data(), &unused_work);
       }
     }
     least_held = std::min(least_held, least);
@@ -709,8 +714,7 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
   // A size-1 partial axis sums a single summand: devices already hold the value.
   LowerBounds bounds =
       pending > 1
-          ? LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ *
-                                 element_bytes),
+          ? LowerBounds{Saturate(__int128{mesh_.num_devices()} * target_elements_ * element_bytes),
                         target_elements_}
           : Walked(LackingElements(axis_sizes_, BlockRoles(mesh_, from), from_local, to_roles_,
                                    to_local_, target_elements_, /*need_total=*/true),

@@ -131,8 +131,8 @@ int64_t FixedProduct(const SliceDigits& digits);
 // the intervals of the set with fewer, counting the other's members in each (a walk down its
 // digits at both ends). Adds its work to `*work`: a unit, and where both sets have fixed
 // digits the intervals walked times the digits of the other.
-int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b,
-                      const int64_t* coords, int64_t* work);
+int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, const int64_t* coords,
+                      int64_t* work);
 
 // Over the devices of a mesh with axis sizes `sizes`, for two types without pending summands
 // whose blocks are given by per-axis roles (slot = dimension, weight = the axis's stride in
@@ -156,10 +156,9 @@ struct Lacking {
 };
 enum class LackingWalk { kCheaper, kEveryTuple, kFixedTuples };
 Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
-                        absl::Span<const int64_t> from_local,
-                        absl::Span<const AxisRole> to_roles, absl::Span<const int64_t> to_local,
-                        int64_t target_elements, bool need_total,
-                        LackingWalk walk = LackingWalk::kCheaper);
+                        absl::Span<const int64_t> from_local, absl::Span<const AxisRole> to_roles,
+                        absl::Span<const int64_t> to_local, int64_t target_elements,
+                        bool need_total, LackingWalk walk = LackingWalk::kCheaper);
 
 // M = pending * prod_i ceil(to_local[i] / from_local[i]) (saturated at 2^62): the (block,
 // summand) pieces of a type with local shape `from_local` that a device's target block (local

@@ -34,7 +34,6 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
   return latency + std::max(fastest.TransferUs(std::max(worst, average)), slice_transfer_us);
 }
 
-
 int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
                              int64_t* work) {
   __int128 needed = 1, both = 1;

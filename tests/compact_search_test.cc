@@ -628,8 +628,8 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
       const std::vector<int64_t> f = BlockOffset(mesh, from, d), t = BlockOffset(mesh, to, d);
       int64_t held = 1;
       for (int i = 0; i < rank; ++i) {
-        held *= std::max<int64_t>(0, std::min(f[i] + from_local[i], t[i] + to_local[i]) -
-                                         std::max(f[i], t[i]));
+        held *= std::max<int64_t>(
+            0, std::min(f[i] + from_local[i], t[i] + to_local[i]) - std::max(f[i], t[i]));
       }
       worst = std::max(worst, target_elements - held);
       total += target_elements - held;
