@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -77,11 +78,35 @@ std::vector<int64_t> Unflatten(int64_t linear, absl::Span<const int64_t> shape) 
   return index;
 }
 
-int64_t Flatten(absl::Span<const int64_t> index, absl::Span<const int64_t> shape) {
-  int64_t linear = 0;
-  for (size_t i = 0; i < shape.size(); ++i) linear = linear * shape[i] + index[i];
-  return linear;
-}
+// Walks the elements of a box of shape `box` placed at `offset` in a row-major array of shape
+// `array`, in the box's row-major order, keeping each element's linear index in the array:
+// an odometer over the box's index, so no element's index is decomposed or allocated.
+class BoxCursor {
+ public:
+  BoxCursor(absl::Span<const int64_t> box, absl::Span<const int64_t> array,
+            absl::Span<const int64_t> offset)
+      : box_(box.begin(), box.end()), stride_(box.size()), index_(box.size(), 0) {
+    int64_t stride = 1;
+    for (int i = static_cast<int>(box.size()) - 1; i >= 0; --i) {
+      stride_[i] = stride;
+      linear_ += offset[i] * stride;
+      stride *= array[i];
+    }
+  }
+  int64_t linear() const { return linear_; }
+  void Next() {
+    for (int i = static_cast<int>(box_.size()) - 1; i >= 0; --i) {
+      linear_ += stride_[i];
+      if (++index_[i] < box_[i]) return;
+      linear_ -= stride_[i] * box_[i];
+      index_[i] = 0;
+    }
+  }
+
+ private:
+  absl::InlinedVector<int64_t, 8> box_, stride_, index_;
+  int64_t linear_ = 0;
+};
 
 // A buffer viewed as [outer, shape[dim], inner] around dimension `dim`.
 struct DimView {
@@ -427,20 +452,16 @@ absl::Status Execute(const Mesh& mesh, const Collective& op, int64_t element_byt
           }
         }
         const int64_t volume = NumElements(t.shape);
-        for (int64_t l = 0; l < volume; ++l) {
-          std::vector<int64_t> index = Unflatten(l, t.shape);
-          std::vector<int64_t> src = index, dst = index;
-          for (size_t i = 0; i < rank; ++i) {
-            src[i] += t.source_offset[i];
-            dst[i] += t.target_offset[i];
-          }
-          int64_t to = Flatten(dst, op.out_shape);
+        BoxCursor src(t.shape, from.shape, t.source_offset);
+        BoxCursor dst(t.shape, op.out_shape, t.target_offset);
+        for (int64_t l = 0; l < volume; ++l, src.Next(), dst.Next()) {
+          const int64_t to = dst.linear();
           if (written[t.target][to]) {
             return absl::InvalidArgumentError(
                 absl::StrCat(where, ": writes an element of device ", t.target, " twice"));
           }
           written[t.target][to] = true;
-          out[t.target].data[to] = from.data[Flatten(src, from.shape)];
+          out[t.target].data[to] = from.data[src.linear()];
         }
         if (t.source != t.target) received[t.target] += volume * element_bytes;
       }
@@ -483,15 +504,6 @@ absl::Status CheckInterpretable(const Mesh& mesh, const DistType& type, int64_t 
   }
   return CheckTotalSize(mesh.num_devices() * LocalElements(mesh, type),
                         absl::StrCat(ToString(type), " on mesh ", mesh.ToString()));
-}
-
-// The global row-major linear index of local element `local` of `device`.
-int64_t GlobalLinearIndex(const std::vector<int64_t>& global_shape,
-                          const std::vector<int64_t>& local_shape,
-                          const std::vector<int64_t>& offset, int64_t local) {
-  std::vector<int64_t> index = Unflatten(local, local_shape);
-  for (size_t i = 0; i < index.size(); ++i) index[i] += offset[i];
-  return Flatten(index, global_shape);
 }
 
 std::vector<int64_t> GlobalShape(const DistType& type) {
@@ -539,8 +551,9 @@ absl::StatusOr<DeviceBuffers> Materialize(const Mesh& mesh, const DistType& type
     Buffer& buffer = buffers[d];
     buffer.shape = local_shape;
     buffer.data.resize(local_elements);
-    for (int64_t l = 0; l < local_elements; ++l) {
-      int64_t e = GlobalLinearIndex(global_shape, local_shape, offset, l);
+    BoxCursor global(local_shape, global_shape, offset);
+    for (int64_t l = 0; l < local_elements; ++l, global.Next()) {
+      const int64_t e = global.linear();
       buffer.data[l] = static_cast<double>(summed ? SummandValue(e, summand, kSummandModulus)
                                                   : e + 1);
     }
@@ -626,10 +639,11 @@ absl::Status CheckBuffersWith(const Mesh& mesh, const DistType& type, int64_t so
       group = mesh.Group(d, partial);
     }
     std::vector<int64_t> offset = BlockOffset(mesh, type, d);
-    for (int64_t l = 0; l < local_elements; ++l) {
+    BoxCursor global(local_shape, global_shape, offset);
+    for (int64_t l = 0; l < local_elements; ++l, global.Next()) {
       double actual = 0;
       for (int64_t member : group) actual += buffers[member].data[l];
-      int64_t e = GlobalLinearIndex(global_shape, local_shape, offset, l);
+      const int64_t e = global.linear();
       double expected = source_summands > 1 ? sums[e] : static_cast<double>(e + 1);
       if (actual != expected) {
         std::string who = DeviceString(mesh, d);
