@@ -223,14 +223,21 @@ int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fix
   return fixed_tuples * per_tuple;
 }
 
+// Lacking from a walk's least held elements and (with need_total) the sum of held over the
+// walked tuples, each standing for `alike` of the `devices`.
+Lacking LackingFrom(int64_t target_elements, int64_t least_held, __int128 held_sum,
+                    int64_t devices, int64_t alike, bool need_total) {
+  Lacking lacking{target_elements - least_held, -1};
+  if (need_total) lacking.total = __int128{devices} * target_elements - held_sum * alike;
+  return lacking;
+}
+
 // LackingElements by visiting every tuple of the coordinates of `used` (each tuple standing
-// for `alike` devices), with the block offsets kept by an odometer.
-Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t alike,
+// for `alike` of the `devices`), with the block offsets kept by an odometer.
+Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t alike,
                      absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                      int64_t target_elements, bool need_total) {
   const int rank = static_cast<int>(to_local.size());
-  int64_t devices = alike;
-  for (const WalkedAxis& a : used) devices *= a.size;
   // The largest axis runs innermost, in its own loop: along it only its one or two
   // dimensions' overlaps change, the product of the others' is taken once per outer tuple.
   absl::InlinedVector<WalkedAxis, 16> outer(used.begin(), used.end());
@@ -292,9 +299,7 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t alike,
     }
     if (q < 0) break;
   }
-  Lacking lacking{target_elements - least_held, -1};
-  if (need_total) lacking.total = __int128{devices} * target_elements - held_sum * alike;
-  return lacking;
+  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total);
 }
 
 int64_t Saturate(__int128 value) {
@@ -567,7 +572,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                                                                : LackingWalk::kFixedTuples;
   }
   if (walk == LackingWalk::kEveryTuple) {
-    return WalkUsedAxes(used, devices / walked, from_local, to_local, target_elements, need_total);
+    return WalkUsedAxes(used, devices, devices / walked, from_local, to_local, target_elements,
+                        need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,
@@ -685,11 +691,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     }
     if (k < 0) break;
   }
-  Lacking lacking{target_elements - least_held, -1};
-  if (need_total) {
-    lacking.total = __int128{devices} * target_elements - held_sum * (devices / walked);
-  }
-  return lacking;
+  return LackingFrom(target_elements, least_held, held_sum, devices, devices / walked,
+                     need_total);
 }
 
 // LowerBounds from LackingElements' result in elements.

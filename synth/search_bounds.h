@@ -71,9 +71,8 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
 // searches take, for each bandwidth g below the fastest axis's, S = the non-partial axes of
 // size >= 2 whose bandwidth is at most g, and two of its slices (MoreLackingSlice).
 //
-// One type's axes in one dimension: SliceDigits (synth/placement.h), their slots in S's list
-// of coordinates.
-// One dimension: its size and its axes in the type and in the target.
+// One dimension: its size and its axes in the type and in the target (SliceDigits, whose
+// slots are positions in S's list of coordinates).
 struct SliceDim {
   int64_t size = 0;
   const SliceDigits* type = nullptr;

@@ -484,6 +484,22 @@ TEST(SearchBounds, PruneNothingWithinThem) {
   EXPECT_GE(checked, 300);
 }
 
+// A type with dimensions of sizes `dim_sizes` in which each of the axes names[0..axes), taken
+// in a random order, goes to a random dimension unless rng() % skip_one_in == 0.
+DistType RandomShardedType(std::mt19937& rng, const char* const* names, int axes,
+                           const std::vector<int64_t>& dim_sizes, unsigned skip_one_in) {
+  const int rank = static_cast<int>(dim_sizes.size());
+  DistType type;
+  for (int i = 0; i < rank; ++i) type.dims.push_back(Dim{dim_sizes[i], {}});
+  std::vector<int> order(axes);
+  for (int a = 0; a < axes; ++a) order[a] = a;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int a : order) {
+    if (rng() % skip_one_in != 0) type.dims[rng() % rank].axes.push_back(names[a]);
+  }
+  return type;
+}
+
 // SliceLackingElements against the definition, on random meshes, types, axis sets S and
 // slices: the elements some device of the slice needs in the target and none of them holds,
 // by listing every device's blocks.
@@ -501,18 +517,9 @@ TEST(SliceBound, LackingElementsMatchEnumeration) {
     }
     const Mesh mesh = *Mesh::Create(mesh_axes);
     const int rank = 1 + static_cast<int>(rng() % 2);
-    auto random_type = [&] {
-      DistType type;
-      for (int i = 0; i < rank; ++i) type.dims.push_back(Dim{2 * product, {}});
-      std::vector<int> order(axes);
-      for (int a = 0; a < axes; ++a) order[a] = a;
-      std::shuffle(order.begin(), order.end(), rng);
-      for (int a : order) {
-        if (rng() % 3 != 0) type.dims[rng() % rank].axes.push_back(names[a]);
-      }
-      return type;
-    };
-    const DistType from = random_type(), to = random_type();
+    const std::vector<int64_t> dim_sizes(rank, 2 * product);
+    const DistType from = RandomShardedType(rng, names, axes, dim_sizes, 3);
+    const DistType to = RandomShardedType(rng, names, axes, dim_sizes, 3);
     ASSERT_TRUE(Validate(mesh, from).ok() && Validate(mesh, to).ok());
     // S: a random set of the axes of size above 1; coordinates on them.
     std::vector<int> slot(axes, -1);
@@ -593,18 +600,8 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
     const int rank = 1 + static_cast<int>(rng() % 3);
     std::vector<int64_t> dim_sizes(rank);
     for (int64_t& size : dim_sizes) size = product * (1 + static_cast<int64_t>(rng() % 3));
-    auto random_type = [&] {
-      DistType type;
-      for (int i = 0; i < rank; ++i) type.dims.push_back(Dim{dim_sizes[i], {}});
-      std::vector<int> order(axes);
-      for (int a = 0; a < axes; ++a) order[a] = a;
-      std::shuffle(order.begin(), order.end(), rng);
-      for (int a : order) {
-        if (rng() % 4 != 0) type.dims[rng() % rank].axes.push_back(names[a]);
-      }
-      return type;
-    };
-    const DistType from = random_type(), to = random_type();
+    const DistType from = RandomShardedType(rng, names, axes, dim_sizes, 4);
+    const DistType to = RandomShardedType(rng, names, axes, dim_sizes, 4);
     ASSERT_TRUE(Validate(mesh, from).ok() && Validate(mesh, to).ok());
     auto roles = [&](const DistType& type) {
       std::vector<internal::AxisRole> out(axes);
