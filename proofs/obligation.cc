@@ -2,12 +2,13 @@
 
 #include <z3++.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <exception>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -38,14 +39,17 @@ std::optional<std::string> Counterexample::Field(std::string_view name) const {
 
 namespace {
 
-// Interrupts `ctx` after `timeout_ms` (0: never) unless destroyed first.
+// Interrupts `ctx` after `timeout_ms` (0: never; at most ProveOptions::kMaxTimeoutMs) unless
+// destroyed first.
 class Watchdog {
  public:
   Watchdog(z3::context& ctx, int64_t timeout_ms) {
     if (timeout_ms <= 0) return;
-    thread_ = std::thread([this, &ctx, timeout_ms] {
+    const std::chrono::milliseconds wait(std::min(timeout_ms, ProveOptions::kMaxTimeoutMs));
+    thread_ = std::thread([this, &ctx, wait] {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (!done_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
+      if (!done_cv_.wait_for(lock, wait, [this] { return done_; })) {
+        fired_ = true;
         ctx.interrupt();
       }
     });
@@ -60,10 +64,19 @@ class Watchdog {
     thread_.join();
   }
 
+  // Whether it has interrupted the context. A check it interrupted may still return sat or
+  // unsat (Z3 4.8.12 was seen returning sat with a meaningless model), so such a result proves
+  // and refutes nothing.
+  bool fired() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fired_;
+  }
+
  private:
   std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  bool fired_ = false;
   std::thread thread_;
 };
 
@@ -83,6 +96,7 @@ Obligation Run(std::string name, std::string statement, const z3::expr& violatio
     if (options.keep_encoding) o.encoding = solver.to_smt2();
     auto start = std::chrono::steady_clock::now();
     z3::check_result result;
+    bool interrupted = false;
     {
       // Z3 4.8.12's own "timeout" parameter runs a scoped_timer whose thread pool can
       // deadlock (Z3Prover/z3#5371, seen here as a hang in the lemma tests), so the timeout
@@ -90,10 +104,12 @@ Obligation Run(std::string name, std::string statement, const z3::expr& violatio
       // check returns unknown with reason "canceled".
       Watchdog watchdog(ctx, options.timeout_ms);
       result = solver.check();
+      interrupted = watchdog.fired();
     }
     o.solver_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                             start)
                       .count();
+    if (interrupted) result = z3::unknown;
     switch (result) {
       case z3::unsat:
         o.status = ObligationStatus::kProved;
@@ -112,7 +128,7 @@ Obligation Run(std::string name, std::string statement, const z3::expr& violatio
       }
       case z3::unknown: {
         o.status = ObligationStatus::kUnknown;
-        std::string reason = solver.reason_unknown();
+        const std::string reason = interrupted ? "canceled" : solver.reason_unknown();
         o.message = reason == "timeout" || reason == "canceled"
                         ? absl::StrCat("timeout after ", options.timeout_ms, " ms")
                         : absl::StrCat("Z3 returned unknown: ", reason);

@@ -68,8 +68,10 @@ struct Obligation {
 };
 
 struct ProveOptions {
-  // Z3's per-query timeout. 0 means no timeout.
+  // Z3's per-query timeout. 0 (or less) means no timeout; values above kMaxTimeoutMs (about
+  // two years) mean kMaxTimeoutMs, as a clock deadline further out would overflow.
   int64_t timeout_ms = 10000;
+  static constexpr int64_t kMaxTimeoutMs = int64_t{1} << 36;
   // Keep the SMT-LIB2 text in Obligation::encoding (it can be large for big permutes).
   bool keep_encoding = true;
   // Z3's plain SMT kernel (z3::solver::simple()) instead of the default combined solver:

@@ -258,6 +258,28 @@ PY
     --strategy naive
   expect_bad "--plan together with --objective" /dev/null run --plan "$work/plan.json" \
     --objective bytes
+
+  # `verify --plan` takes the plan file as the problem as `run` does.
+  run_cli /dev/null verify --plan "$work/plan.json" --mesh "$MESH" --from "$FROM" --to "$TO"
+  if [[ $rc -eq 0 ]]; then
+    pass "verify --plan FILE with matching --mesh/--from/--to"
+  else
+    fail "verify --plan FILE" "exit $rc" "stderr: $err"
+  fi
+  expect_bad "verify --plan with a different --mesh" /dev/null verify --plan "$work/plan.json" \
+    --mesh x=8
+  expect_bad "verify --plan with a different --to" /dev/null verify --plan "$work/plan.json" \
+    --to "$FROM"
+  expect_bad "verify --plan together with --strategy" /dev/null verify \
+    --plan "$work/plan.json" --strategy optimal
+  # A timeout past what a clock deadline holds once interrupted Z3 at once (unknown, or a
+  # correct plan refuted): it means no timeout.
+  run_cli /dev/null verify --plan "$work/plan.json" --timeout-ms 99999999999999999999
+  if [[ $rc -eq 0 ]]; then
+    pass "verify with a timeout beyond the clock's range proves"
+  else
+    fail "verify --timeout-ms 99999999999999999999" "exit $rc (want 0)" "stderr: $err"
+  fi
 fi
 
 # --- Sub-axes (issue 7): x=2,y=4 swap moves 512 B with y split, 960+ B without. ---

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/test_util.h"
 #include "proofs/lemmas.h"
 #include "proofs/obligation.h"
 #include "proofs/plan_certificate.h"
 #include "proofs/verify.h"
 #include "synth/synthesize.h"
 #include "tests/proofs_support.h"
+#include "tests/test_util.h"
 #include "typesys/collective.h"
 #include "typesys/plan.h"
 
@@ -626,6 +627,21 @@ TEST(PlanCertificate, TimeoutIsNeverProved) {
       CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, options);
   ASSERT_TRUE(cert.ok());
   EXPECT_NE(cert->obligation.status, ObligationStatus::kProved);
+}
+
+TEST(PlanCertificate, HugeTimeoutIsNoTimeout) {
+  // A timeout beyond what a clock deadline can hold (INT64_MAX ms) once overflowed it: the
+  // watchdog fired at once, and the interrupted checks came back unknown or, now and then,
+  // sat with a meaningless model (a correct plan refuted).
+  Plan plan = Synth("a=4,b=4,c=4", "f32[64{a,b,c}]", "f32[64{c,b,a}]");
+  ProveOptions options;
+  options.timeout_ms = std::numeric_limits<int64_t>::max();
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<PlanCertificate> cert =
+        CertifyPlan(plan.mesh, plan.source, plan.target, plan.steps, options);
+    ASSERT_TRUE(cert.ok()) << cert.status();
+    EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved) << cert->obligation.message;
+  }
 }
 
 TEST(Suite, ParsesCasesAndComments) {

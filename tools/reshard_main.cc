@@ -423,28 +423,10 @@ absl::StatusOr<Plan> LoadPlan(const RunCommand& flags) {
   if (absl::Status s = CheckPlan(*plan); !s.ok()) {
     return Annotate(s, absl::StrCat("--plan '", flags.plan_file, "'"));
   }
-  if (!flags.problem.mesh.empty()) {
-    absl::StatusOr<Mesh> mesh = ParseMesh(flags.problem.mesh);
-    if (!mesh.ok()) {
-      return Annotate(mesh.status(), absl::StrCat("--mesh '", flags.problem.mesh, "'"));
-    }
-    if (!(*mesh == plan->mesh)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--mesh ", mesh->ToString(), " differs from the plan's mesh ", plan->mesh.ToString()));
-    }
-  }
-  const std::pair<const std::string*, const DistType*> types[] = {
-      {&flags.problem.from, &plan->source}, {&flags.problem.to, &plan->target}};
-  for (int i = 0; i < 2; ++i) {
-    const std::string& text_type = *types[i].first;
-    absl::string_view flag = i == 0 ? "--from" : "--to";
-    if (text_type.empty()) continue;
-    absl::StatusOr<DistType> type = ParseValidType(plan->mesh, text_type);
-    if (!type.ok()) return Annotate(type.status(), absl::StrCat(flag, " '", text_type, "'"));
-    if (!(*type == *types[i].second)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, " ", ToString(*type), " differs from the plan's ", ToString(*types[i].second)));
-    }
+  if (absl::Status s =
+          CheckPlanMatchesFlags(*plan, flags.problem.mesh, flags.problem.from, flags.problem.to);
+      !s.ok()) {
+    return s;
   }
   return plan;
 }

@@ -6,6 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "typesys/absl_compat.h"
+#include "typesys/dist_type.h"
+#include "typesys/mesh.h"
 
 namespace reshard {
 
@@ -32,6 +34,39 @@ absl::StatusOr<std::string> ReadInputFile(std::string_view flag, const std::stri
     return absl::InvalidArgumentError(absl::StrCat(Absl(flag), " '", path, "': read error"));
   }
   return text;
+}
+
+absl::Status CheckPlanMatchesFlags(const Plan& plan, const std::string& mesh,
+                                   const std::string& from, const std::string& to) {
+  if (!mesh.empty()) {
+    absl::StatusOr<Mesh> parsed = ParseMesh(mesh);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mesh '", mesh, "': ", parsed.status().message()));
+    }
+    if (!(*parsed == plan.mesh)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mesh ", parsed->ToString(), " differs from the plan's mesh ", plan.mesh.ToString()));
+    }
+  }
+  const struct {
+    std::string_view flag;
+    const std::string& text;
+    const DistType& type;
+  } types[] = {{"--from", from, plan.source}, {"--to", to, plan.target}};
+  for (const auto& [flag, text, type] : types) {
+    if (text.empty()) continue;
+    absl::StatusOr<DistType> parsed = ParseValidType(plan.mesh, text);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Absl(flag), " '", text, "': ", parsed.status().message()));
+    }
+    if (!(*parsed == type)) {
+      return absl::InvalidArgumentError(absl::StrCat(Absl(flag), " ", ToString(*parsed),
+                                                     " differs from the plan's ", ToString(type)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace reshard

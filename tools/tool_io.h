@@ -10,7 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "typesys/plan.h"
 
 namespace reshard {
 
@@ -28,6 +30,12 @@ inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
 // All of `path` (`-` is standard input). InvalidArgument naming `flag` and `path` when the file
 // cannot be opened or read, or exceeds kMaxInputFileBytes.
 absl::StatusOr<std::string> ReadInputFile(std::string_view flag, const std::string& path);
+
+// With --plan FILE the file is the problem: --mesh, --from and --to, those given (non-empty),
+// must name the plan's own (a cheap guard against the wrong file). InvalidArgument naming the
+// flag that does not parse or differs.
+absl::Status CheckPlanMatchesFlags(const Plan& plan, const std::string& mesh,
+                                   const std::string& from, const std::string& to);
 
 }  // namespace reshard
 

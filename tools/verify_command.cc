@@ -150,18 +150,25 @@ CLI::App* AddVerifyCommand(CLI::App& app, VerifyFlags& flags) {
   verify->add_option("--from", flags.from, "Source type, e.g. 'f32[8{x},16,8{y}]'")
       ->type_name("T");
   verify->add_option("--to", flags.to, "Target type, e.g. 'f32[8,16{x,y},8]'")->type_name("T");
-  verify->add_option("--strategy", flags.strategy, "Synthesis strategy when no --plan is given")
-      ->type_name("S")
-      ->capture_default_str();
-  verify->add_option("--objective", flags.objective,
-                     "What normal, optimal and auto minimise when synthesizing: time or bytes")
-      ->type_name("O")
-      ->capture_default_str();
-  verify->add_flag("--no-sub-axes", flags.no_sub_axes,
-                   "Synthesize without splitting mesh axes into sub-axes");
-  verify->add_option("--plan", flags.plan_file,
-                     "Plan JSON from `reshard plan --json` ('-' = stdin) instead of synthesizing")
-      ->type_name("FILE");
+  // Synthesis options, which a --plan file excludes.
+  CLI::Option* synthesis[] = {
+      verify->add_option("--strategy", flags.strategy, "Synthesis strategy when no --plan is given")
+          ->type_name("S")
+          ->capture_default_str(),
+      verify
+          ->add_option("--objective", flags.objective,
+                       "What normal, optimal and auto minimise when synthesizing: time or bytes")
+          ->type_name("O")
+          ->capture_default_str(),
+      verify->add_flag("--no-sub-axes", flags.no_sub_axes,
+                       "Synthesize without splitting mesh axes into sub-axes")};
+  CLI::Option* plan =
+      verify
+          ->add_option("--plan", flags.plan_file,
+                       "Plan JSON from `reshard plan --json` ('-' = stdin) instead of "
+                       "synthesizing; --mesh/--from/--to, if given, must match it")
+          ->type_name("FILE");
+  for (CLI::Option* option : synthesis) plan->excludes(option);
   verify->add_option("--timeout-ms", flags.timeout_ms, "Z3 timeout per query (0 = none)")
       ->type_name("N")
       ->capture_default_str()
@@ -203,6 +210,9 @@ int RunVerifyCommand(const VerifyFlags& flags) {
     if (!plan.ok()) {
       return Fail(absl::StrCat("--plan '", flags.plan_file, "': ", plan.status().message()),
                   kExitBadInput);
+    }
+    if (absl::Status s = CheckPlanMatchesFlags(*plan, flags.mesh, flags.from, flags.to); !s.ok()) {
+      return Fail(s.message(), kExitBadInput);
     }
   } else {
     plan = ProblemPlan(flags);
