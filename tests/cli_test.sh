@@ -386,6 +386,10 @@ expect_bad "unknown strategy" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" 
   --strategy bogus
 expect_bad "malformed --axis-cost" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" --to "$TO" \
   --axis-cost 'x=1'
+expect_bad "--axis-cost whose costs could overflow" /dev/null "${P[@]}" --mesh "$MESH" \
+  --from "$FROM" --to "$TO" --axis-cost 'x=1e308:1e-308'
+expect_bad "--axis-cost not in decimal" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" \
+  --to "$TO" --axis-cost 'x=inf:100'
 expect_bad "--axis-cost naming an unknown axis" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM" \
   --to "$TO" --axis-cost 'z=1:100'
 expect_bad "missing --to" /dev/null "${P[@]}" --mesh "$MESH" --from "$FROM"

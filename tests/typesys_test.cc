@@ -327,6 +327,21 @@ TEST(CostModelTest, ParseErrors) {
   EXPECT_FALSE(CheckCostModel(M("x=2"), *star).ok());  // Names y.
 }
 
+TEST(CostModelTest, ValuesThatCouldOverflowACostAreRejected) {
+  // Decimal numbers only, within [0, kMaxAlphaUs] and [kMinGbps, finite): beyond, a plan's
+  // cost_us could overflow to infinity (printed as `inf us`, null in JSON).
+  for (const char* text : {"x=1e308:1e-308", "x=1:1e-320", "x=1e10:100", "x=inf:100",
+                           "x=1:inf", "x=nan:100", "x=0x10:100", "x=1:1e400"}) {
+    EXPECT_FALSE(ParseCostModel(text).ok()) << text;
+  }
+  EXPECT_TRUE(ParseCostModel("x=1e9:1e-6,y=0:1e300").ok());
+  CostModel model(AxisCost{1, 1e-9});  // Built through the API: Synthesize checks it.
+  EXPECT_FALSE(CheckCostModel(M("x=2"), model).ok());
+  model = CostModel();
+  model.SetAxis("x", AxisCost{2e9, 100});
+  EXPECT_FALSE(CheckCostModel(M("x=2"), model).ok());
+}
+
 // all_to_all_v gathering f32[4{x}] on x=2: each device copies its half and receives the other.
 Collective GatherV() {
   return Collective::AllToAllV({4}, {Transfer{0, 0, {0}, {0}, {2}}, Transfer{1, 0, {0}, {2}, {2}},

@@ -192,6 +192,30 @@ std::string CostModel::ToString() const {
   return absl::StrJoin(parts, ",");
 }
 
+namespace {
+
+// Digits with an optional sign, point and exponent: what SimpleAtod reads, less its hex,
+// "inf" and "nan".
+bool IsDecimal(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' ||
+           c == 'E' || c == '+' || c == '-';
+  });
+}
+
+// Why `cost` is outside the range of kMaxAlphaUs and kMinGbps, or "".
+std::string OutOfRange(const AxisCost& cost) {
+  if (!(cost.alpha_us >= 0 && cost.alpha_us <= kMaxAlphaUs)) {
+    return absl::StrCat("alpha must be between 0 and ", kMaxAlphaUs, " µs");
+  }
+  if (!(cost.gbps >= kMinGbps && std::isfinite(cost.gbps))) {
+    return absl::StrCat("bandwidth must be a finite number of at least ", kMinGbps, " GB/s");
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
   CostModel model;
   std::vector<std::string> seen;
@@ -210,12 +234,14 @@ absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
     if (name_value.size() != 2 || name_value[0].empty()) return bad("no name=value");
     std::vector<std::string> numbers = absl::StrSplit(name_value[1], ':');
     AxisCost cost;
-    if (numbers.size() != 2 || !absl::SimpleAtod(numbers[0], &cost.alpha_us) ||
+    if (numbers.size() != 2 || !IsDecimal(numbers[0]) || !IsDecimal(numbers[1]) ||
+        !absl::SimpleAtod(numbers[0], &cost.alpha_us) ||
         !absl::SimpleAtod(numbers[1], &cost.gbps)) {
-      return bad("value is not alpha_us:GBps");
+      return bad("value is not two decimal numbers");
     }
-    if (!std::isfinite(cost.alpha_us) || cost.alpha_us < 0) return bad("alpha must be >= 0");
-    if (!std::isfinite(cost.gbps) || cost.gbps <= 0) return bad("bandwidth must be > 0");
+    if (std::string why = OutOfRange(cost); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("axis cost '", entry, "': ", why));
+    }
     if (std::find(seen.begin(), seen.end(), name_value[0]) != seen.end()) {
       return bad("axis given twice");
     }
@@ -234,7 +260,13 @@ absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
 }
 
 absl::Status CheckCostModel(const Mesh& mesh, const CostModel& model) {
+  if (std::string why = OutOfRange(model.default_cost()); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("default axis cost: ", why));
+  }
   for (const auto& [axis, c] : model.overrides()) {
+    if (std::string why = OutOfRange(c); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("axis cost of '", axis, "': ", why));
+    }
     // On a refined mesh an axis x may exist only as its atoms x:(m)k.
     const bool known = std::any_of(mesh.axes().begin(), mesh.axes().end(), [&](const MeshAxis& a) {
       return std::string_view(a.name).substr(0, a.name.find(':')) == axis;

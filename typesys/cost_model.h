@@ -102,12 +102,20 @@ class CostModel {
   std::vector<std::pair<std::string, AxisCost>> axes_;
 };
 
+// The range of axis costs a model may hold: alpha_us in [0, kMaxAlphaUs], gbps at least
+// kMinGbps (finite). Within it every plan's cost_us stays finite (the extreme bandwidth moves
+// 2^63 bytes in ~10^22 µs); beyond it a cost could overflow to infinity.
+inline constexpr double kMaxAlphaUs = 1e9;  // 1000 s per message.
+inline constexpr double kMinGbps = 1e-6;    // 1 KB/s.
+
 // Parses `name=alpha_us:GBps,...` (whitespace ignored; `*` sets the default for every other
-// axis). InvalidArgument naming the entry for bad syntax, a negative alpha, a bandwidth <= 0 or
-// a repeated axis. Whether names exist in a mesh is checked by CheckCostModel.
+// axis; numbers in decimal notation). InvalidArgument naming the entry for bad syntax, a value
+// outside the range above or a repeated axis. Whether names exist in a mesh is checked by
+// CheckCostModel.
 absl::StatusOr<CostModel> ParseCostModel(std::string_view text);
 
-// InvalidArgument when the model names an axis `mesh` lacks.
+// InvalidArgument when the model names an axis `mesh` lacks or holds a cost outside the range
+// above (a model built through the API rather than parsed).
 absl::Status CheckCostModel(const Mesh& mesh, const CostModel& model);
 
 // Rounds a modeled time to whole nanoseconds, so metrics compare exactly and print briefly.
