@@ -400,7 +400,24 @@ TEST(PlanTest, JsonErrors) {
   std::string bad_step =
       R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[{"op":"all_gather",)"
       R"("mesh_axes":["x"],"gather_axis":"0","type":"f32[4]"}]})";
-  EXPECT_NE(ErrorOf(PlanFromJson(bad_step).status()).find("'gather_axis' must be an integer"),
+  EXPECT_NE(ErrorOf(PlanFromJson(bad_step).status()).find("'gather_axis' must be a 64-bit"),
+            std::string::npos);
+  // 2^64 - 1 would wrap to -1.
+  std::string wrapping = bad_step;
+  wrapping.replace(wrapping.find("\"0\""), 3, "18446744073709551615");
+  EXPECT_NE(ErrorOf(PlanFromJson(wrapping).status()).find("'gather_axis' must be a 64-bit"),
+            std::string::npos);
+  // A field of another op is not ignored.
+  std::string foreign =
+      R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[{"op":"all_gather",)"
+      R"("mesh_axes":["x"],"gather_axis":0,"split_axis":7,"type":"f32[4]"}]})";
+  EXPECT_NE(ErrorOf(PlanFromJson(foreign).status())
+                .find("'split_axis' does not belong to all_gather"),
+            std::string::npos);
+  // Nor a strategy that is not a string (verify's memory-bound obligation reads it).
+  std::string numeric_strategy =
+      R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","strategy":1,"steps":[]})";
+  EXPECT_NE(ErrorOf(PlanFromJson(numeric_strategy).status()).find("'strategy' must be a string"),
             std::string::npos);
   std::string wrong_rule =
       R"({"mesh":"x=2","from":"f32[4{x}]","to":"f32[4]","steps":[{"op":"all_gather",)"

@@ -1,6 +1,10 @@
 // JSON form of plans (DESIGN §3). nlohmann_json stays private to this file so that consumers of
 // the core need only Abseil.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -74,11 +78,53 @@ absl::StatusOr<std::string> GetString(const Json& j, std::string_view where,
   return it->get<std::string>();
 }
 
+// `v` as an int64_t: false unless it is an integer that fits (an unsigned one above 2^63 - 1
+// would wrap).
+bool AsInt(const Json& v, int64_t& out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
+  out = v.get<int64_t>();
+  return true;
+}
+
 absl::StatusOr<int64_t> GetInt(const Json& j, std::string_view where, const std::string& field) {
   auto it = j.find(field);
   if (it == j.end()) return FieldError(where, field, "is missing");
-  if (!it->is_number_integer()) return FieldError(where, field, "must be an integer");
-  return it->get<int64_t>();
+  int64_t value = 0;
+  if (!AsInt(*it, value)) return FieldError(where, field, "must be a 64-bit signed integer");
+  return value;
+}
+
+// The fields a step of `kind` has (StepToJson writes them); a step with another (say a
+// split_axis on an all_gather) was not written by us and is rejected rather than half read.
+std::vector<std::string_view> StepFields(CollectiveKind kind) {
+  std::vector<std::string_view> fields = {"op", "mesh_axes", "type"};
+  switch (kind) {
+    case CollectiveKind::kAllSlice:
+      fields.push_back("slice_axis");
+      break;
+    case CollectiveKind::kAllGather:
+      fields.push_back("gather_axis");
+      break;
+    case CollectiveKind::kAllToAll:
+      fields.insert(fields.end(), {"split_axis", "concat_axis"});
+      break;
+    case CollectiveKind::kReduceScatter:
+      fields.push_back("scatter_axis");
+      break;
+    case CollectiveKind::kAllReduce:
+      break;
+    case CollectiveKind::kCollectivePermute:
+      fields.push_back("source_target_pairs");
+      break;
+    case CollectiveKind::kAllToAllV:
+      fields.insert(fields.end(), {"out_shape", "transfers"});
+      break;
+  }
+  return fields;
 }
 
 absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view where) {
@@ -87,6 +133,12 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
   absl::StatusOr<CollectiveKind> kind = ParseCollectiveKind(*name);
   if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat("plan JSON: ", Absl(where), ": ",
                                                                  kind.status().message()));
+  const std::vector<std::string_view> fields = StepFields(*kind);
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+      return FieldError(where, key, absl::StrCat("does not belong to ", Absl(*name)));
+    }
+  }
   Collective op;
   op.kind = *kind;
   if (auto it = j.find("mesh_axes"); it != j.end()) {
@@ -128,11 +180,12 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
       const char* shape = "must be an array of [source, target] integer pairs";
       if (!it->is_array()) return FieldError(where, "source_target_pairs", shape);
       for (const Json& pair : *it) {
-        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
-            !pair[1].is_number_integer()) {
+        int64_t source = 0, target = 0;
+        if (!pair.is_array() || pair.size() != 2 || !AsInt(pair[0], source) ||
+            !AsInt(pair[1], target)) {
           return FieldError(where, "source_target_pairs", shape);
         }
-        op.source_target_pairs.emplace_back(pair[0].get<int64_t>(), pair[1].get<int64_t>());
+        op.source_target_pairs.emplace_back(source, target);
       }
       break;
     }
@@ -140,8 +193,7 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
       auto ints = [](const Json& a, std::vector<int64_t>& out) {
         if (!a.is_array()) return false;
         for (const Json& v : a) {
-          if (!v.is_number_integer()) return false;
-          out.push_back(v.get<int64_t>());
+          if (!AsInt(v, out.emplace_back())) return false;
         }
         return true;
       };
@@ -157,13 +209,11 @@ absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view wh
       if (!it->is_array()) return FieldError(where, "transfers", form);
       for (const Json& t : *it) {
         Transfer transfer;
-        if (!t.is_array() || t.size() != 5 || !t[0].is_number_integer() ||
-            !t[1].is_number_integer() || !ints(t[2], transfer.source_offset) ||
+        if (!t.is_array() || t.size() != 5 || !AsInt(t[0], transfer.source) ||
+            !AsInt(t[1], transfer.target) || !ints(t[2], transfer.source_offset) ||
             !ints(t[3], transfer.target_offset) || !ints(t[4], transfer.shape)) {
           return FieldError(where, "transfers", form);
         }
-        transfer.source = t[0].get<int64_t>();
-        transfer.target = t[1].get<int64_t>();
         op.transfers.push_back(std::move(transfer));
       }
       break;
@@ -215,7 +265,9 @@ absl::StatusOr<Plan> PlanFromJson(std::string_view text, const CostModel& cost_m
     }
     *type = *std::move(parsed);
   }
-  if (auto it = j.find("strategy"); it != j.end() && it->is_string()) {
+  if (auto it = j.find("strategy"); it != j.end()) {
+    // verify's memory-bound obligation depends on it: never read a wrong one as "".
+    if (!it->is_string()) return FieldError("plan", "strategy", "must be a string");
     plan.strategy = it->get<std::string>();
   }
   auto steps = j.find("steps");
