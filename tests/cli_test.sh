@@ -282,6 +282,15 @@ PY
   fi
 fi
 
+# A suite case that cannot be read is bad input (exit 2) named on stderr, not "refuted".
+printf 'x=2 | f32[4{x}] | f32[4]\nx=0 | f32[4{x}] | f32[4]\n' >"$work/suite.txt"
+run_cli /dev/null verify --suite "$work/suite.txt" --report "$work/suite-report"
+if [[ $rc -eq 2 && $err == *"line 2: mesh axis 'x' has size 0"* && -s $work/suite-report/report.md ]]; then
+  pass "verify --suite with a bad case -> exit 2 naming it"
+else
+  fail "verify --suite with a bad case" "exit $rc (want 2)" "stderr: $err"
+fi
+
 # --- Sub-axes (issue 7): x=2,y=4 swap moves 512 B with y split, 960+ B without. ---
 sub_bytes() {
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["metrics"]["bytes_received_total"], ",".join(a for s in p["steps"] for a in s["mesh_axes"]))' "$work/out"

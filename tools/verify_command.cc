@@ -125,20 +125,35 @@ int RunSuiteCommand(const VerifyFlags& flags, const VerifyOptions& options) {
             << "report: " << flags.report << "/report.md, " << flags.report << "/report.json"
             << std::endl;
   if (report.AllProved()) return kExitProved;
-  bool only_unknown = true;
+  // The worst outcome decides: refuted (or a Z3 error), then a case that could not be read or
+  // synthesized (bad input, named here as well as in the report), then unknown.
+  bool refuted = false;
+  const SuiteCaseResult* bad_case = nullptr;
+  int bad_cases = 0;
   for (const SuiteCaseResult& r : report.cases) {
-    if (!r.error.empty() || (r.verification.verdict != ObligationStatus::kProved &&
-                             r.verification.verdict != ObligationStatus::kUnknown)) {
-      only_unknown = false;
+    if (!r.error.empty()) {
+      if (bad_case == nullptr) bad_case = &r;
+      ++bad_cases;
+    } else if (r.verification.verdict != ObligationStatus::kProved &&
+               r.verification.verdict != ObligationStatus::kUnknown) {
+      refuted = true;
     }
   }
   for (const Obligation& o : report.lemmas) {
     if (o.status != ObligationStatus::kProved && o.status != ObligationStatus::kUnknown) {
-      only_unknown = false;
+      refuted = true;
     }
   }
-  return Fail(absl::StrCat("not everything is proved: ", report.Summary()),
-              only_unknown ? kExitUnknown : kExitRefuted);
+  const std::string summary = absl::StrCat("not everything is proved: ", report.Summary());
+  if (refuted) return Fail(summary, kExitRefuted);
+  if (bad_case != nullptr) {
+    return Fail(absl::StrCat("--suite '", flags.suite, "' line ", bad_case->input.line, ": ",
+                             bad_case->error, " (", bad_cases,
+                             bad_cases == 1 ? " case" : " cases",
+                             " failed before verification; the report lists them)"),
+                kExitBadInput);
+  }
+  return Fail(summary, kExitUnknown);
 }
 
 }  // namespace

@@ -4,9 +4,10 @@
 //   reshard plan ... --json > p.json && reshard verify --plan p.json --json
 //   reshard verify --suite proofs/suite.txt --report build/verification
 //
-// Exit codes: 0 proved; 1 refuted (the counterexample is printed) or, for --suite, anything
-// refuted or failed; 2 bad input (including a plan that cannot execute); 3 unknown (a Z3
-// timeout: never reported as proved). Errors are one line, `reshard: error: <message>`.
+// Exit codes: 0 proved; 1 refuted (the counterexample is printed); 2 bad input (including a
+// plan that cannot execute, and a --suite case that cannot be read or synthesized); 3 unknown
+// (a Z3 timeout: never reported as proved). With --suite the worst outcome decides, in that
+// order: refuted, bad input, unknown. Errors are one line, `reshard: error: <message>`.
 #ifndef RESHARD_TOOLS_VERIFY_COMMAND_H_
 #define RESHARD_TOOLS_VERIFY_COMMAND_H_
 
