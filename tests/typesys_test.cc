@@ -392,6 +392,28 @@ TEST(AllToAllVTest, RuleRejectsMissingWrongAndOverlappingBoxes) {
   EXPECT_FALSE(ApplyRule(mesh, in, GatherV()).ok());
 }
 
+TEST(AllToAllVTest, ManySmallBoxesAreCheckedForOverlapInLinearTime) {
+  // 128 boxes of 1x2 elements per device (replicated source: each device sends every other
+  // box): more pairs than elements, so the check marks elements instead of comparing pairs.
+  Mesh mesh = M("x=2");
+  DistType in = T(mesh, "f32[16,16]"), out = T(mesh, "f32[16,16]");
+  Collective op = Collective::AllToAllV({16, 16}, {});
+  for (int64_t target = 0; target < 2; ++target) {
+    for (int64_t r = 0; r < 16; ++r) {
+      for (int64_t c = 0; c < 16; c += 2) {
+        op.transfers.push_back(Transfer{(r + c / 2) % 2, target, {r, c}, {r, c}, {1, 2}});
+      }
+    }
+  }
+  EXPECT_TRUE(CheckAllToAllV(mesh, in, op, out).ok()) << ErrorOf(CheckAllToAllV(mesh, in, op, out));
+  // Row 3's box at column 4 moved to column 5: it overlaps the box at 6, and (3,4) is unwritten.
+  Collective overlapping = op;
+  overlapping.transfers[3 * 8 + 2].source_offset = {3, 5};
+  overlapping.transfers[3 * 8 + 2].target_offset = {3, 5};
+  EXPECT_NE(ErrorOf(CheckAllToAllV(mesh, in, overlapping, out)).find("same elements of device 0"),
+            std::string::npos);
+}
+
 TEST(PlanTest, JsonErrors) {
   EXPECT_NE(ErrorOf(PlanFromJson("{").status()).find("not valid JSON"), std::string::npos);
   EXPECT_NE(ErrorOf(PlanFromJson("[]").status()).find("object"), std::string::npos);

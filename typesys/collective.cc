@@ -1,6 +1,8 @@
 #include "typesys/collective.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -335,6 +337,52 @@ absl::Status CheckSameArray(const Mesh& mesh, const DistType& in, const Collecti
   return absl::OkStatus();
 }
 
+// Whether two of `boxes` (their target boxes, within a buffer of shape `local` whose element
+// count they sum to) share an element. Pairwise where that is the cheaper walk, else by marking
+// each box's elements once (their volume is the buffer's): plan files can hold ~10^6
+// transfers, and pairs of them took minutes.
+bool BoxesOverlap(const std::vector<const Transfer*>& boxes, const std::vector<int64_t>& local) {
+  constexpr int64_t kMaxMarkedElements = int64_t{1} << 28;  // A 32 MiB bitmap.
+  const int64_t m = static_cast<int64_t>(boxes.size());
+  const int rank = static_cast<int>(local.size());
+  const int64_t elements = std::accumulate(local.begin(), local.end(), int64_t{1},
+                                           std::multiplies<int64_t>());
+  if (m < 2) return false;
+  if (elements > kMaxMarkedElements || (m - 1) * m / 2 * std::max(rank, 1) <= elements) {
+    for (int64_t a = 1; a < m; ++a) {
+      for (int64_t b = 0; b < a; ++b) {
+        bool overlap = true;
+        for (int i = 0; i < rank && overlap; ++i) {
+          overlap = boxes[a]->target_offset[i] < boxes[b]->target_offset[i] + boxes[b]->shape[i] &&
+                    boxes[b]->target_offset[i] < boxes[a]->target_offset[i] + boxes[a]->shape[i];
+        }
+        if (overlap) return true;
+      }
+    }
+    return false;
+  }
+  // Rank >= 1 here (a scalar buffer has one element, so at most one box of volume 1).
+  std::vector<bool> marked(static_cast<size_t>(elements), false);
+  std::vector<int64_t> index(rank);
+  for (const Transfer* box : boxes) {
+    // Rows along the last dimension, the others walked as an odometer over the box.
+    std::fill(index.begin(), index.end(), 0);
+    while (true) {
+      int64_t row = 0;
+      for (int i = 0; i < rank; ++i) row = row * local[i] + box->target_offset[i] + index[i];
+      for (int64_t k = 0; k < box->shape[rank - 1]; ++k) {
+        std::vector<bool>::reference bit = marked[static_cast<size_t>(row + k)];
+        if (bit) return true;
+        bit = true;
+      }
+      int i = rank - 2;
+      while (i >= 0 && ++index[i] == box->shape[i]) index[i--] = 0;
+      if (i < 0) break;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective& op,
@@ -413,26 +461,19 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
   }
   const int64_t local_elements = LocalElements(mesh, out);
   for (int64_t d = 0; d < n; ++d) {
-    __int128 volume = 0;
     const std::vector<const Transfer*>& boxes = written[d];
-    for (size_t a = 0; a < boxes.size(); ++a) {
+    __int128 volume = 0;
+    for (const Transfer* box : boxes) {
       __int128 v = 1;
-      for (int i = 0; i < rank; ++i) v *= boxes[a]->shape[i];
+      for (int i = 0; i < rank; ++i) v *= box->shape[i];
       volume += v;
-      for (size_t b = 0; b < a; ++b) {
-        bool overlap = true;
-        for (int i = 0; i < rank && overlap; ++i) {
-          overlap = boxes[a]->target_offset[i] < boxes[b]->target_offset[i] + boxes[b]->shape[i] &&
-                    boxes[b]->target_offset[i] < boxes[a]->target_offset[i] + boxes[a]->shape[i];
-        }
-        if (overlap) {
-          return fail(absl::StrCat("two transfers write the same elements of device ", d));
-        }
-      }
     }
     if (volume != local_elements) {
       return fail(absl::StrCat("transfers write ", static_cast<int64_t>(volume), " of device ", d,
                                "'s ", local_elements, " elements"));
+    }
+    if (BoxesOverlap(boxes, out_local)) {
+      return fail(absl::StrCat("two transfers write the same elements of device ", d));
     }
   }
   return absl::OkStatus();
