@@ -86,7 +86,10 @@ LogicalResult CollectivePermuteOp::verifySymbolUses(SymbolTableCollection& symbo
       return emitOpError("mesh ") << getMeshAttr() << " has a dynamic shape; permutes need "
                                   << "a static device count";
     }
-    devices *= size;
+    if (size < 0 || __builtin_mul_overflow(devices, size, &devices)) {
+      return emitOpError("mesh ") << getMeshAttr() << " has no valid device count (axis size "
+                                  << size << ")";
+    }
   }
   ArrayRef<int64_t> flat = getSourceTargetPairs();
   llvm::DenseSet<int64_t> sources;

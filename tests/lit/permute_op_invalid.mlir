@@ -78,3 +78,13 @@ func.func @bad_syntax(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = reshard.collective_permute %arg0 on @mesh source_target_pairs = [[1]] : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// 4611686018427387905 x 4 wraps a 64-bit device count to 4.
+mesh.mesh @mesh(shape = 4611686018427387905x4)
+func.func @device_count_overflow(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{mesh @mesh has no valid device count}}
+  %0 = reshard.collective_permute %arg0 on @mesh source_target_pairs = [[1, 2], [2, 1]] : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
