@@ -282,6 +282,25 @@ PY
   fi
 fi
 
+# Input echoed in an error cannot drive the terminal, and an error is cut to a readable size
+# (a permute naming 4 096 wrong pairs made a 94 KB line).
+run_cli /dev/null plan --mesh "$(printf 'x=4,\033[31my=2')" --from 'f32[8]' --to 'f32[8]'
+if [[ $rc -eq 2 && $err == *'\x1b[31my'* && $err != *$'\033'* ]]; then
+  pass "control bytes in an error are escaped"
+else
+  fail "control bytes in an error" "exit $rc" "stderr: $(printf '%q' "$err")"
+fi
+python3 -c 'import json; n = 4096; print(json.dumps({"mesh": "x=4096", "from": "f32[4096{x}]",
+  "to": "f32[4096{x}]", "steps": [{"op": "collective_permute", "mesh_axes": [],
+  "source_target_pairs": [[i, (i + 1) % n] for i in range(n)], "type": "f32[4096{x}]"}]}))' \
+  >"$work/long_error.json"
+expect_bad "a permute with 4 096 wrong pairs" /dev/null run --plan "$work/long_error.json"
+if [[ ${#err} -le 4200 && $err == *"more bytes)" ]]; then
+  pass "a long error is cut (${#err} bytes)"
+else
+  fail "a long error is cut" "stderr is ${#err} bytes"
+fi
+
 # A suite case that cannot be read is bad input (exit 2) named on stderr, not "refuted".
 printf 'x=2 | f32[4{x}] | f32[4]\nx=0 | f32[4{x}] | f32[4]\n' >"$work/suite.txt"
 run_cli /dev/null verify --suite "$work/suite.txt" --report "$work/suite-report"

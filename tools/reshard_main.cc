@@ -52,25 +52,8 @@ constexpr absl::string_view kExampleTo = "f32[8,16{x,y},8]";
 // --- Errors. ---
 
 // Messages from lower layers may span lines; the contract is one line per error.
-std::string OneLine(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  bool pending_space = false;
-  for (char c : text) {
-    if (c == '\n' || c == '\r' || c == '\t') {
-      pending_space = !out.empty();
-      continue;
-    }
-    if (pending_space && c != ' ') out += ' ';
-    pending_space = false;
-    out += c;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
 int ReportError(absl::string_view message, int exit_code = kExitBadInput) {
-  std::cerr << "reshard: error: " << OneLine(message) << std::endl;
+  std::cerr << "reshard: error: " << OneLine(message, kMaxErrorBytes) << std::endl;
   return exit_code;
 }
 

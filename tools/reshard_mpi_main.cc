@@ -68,16 +68,9 @@ int Size() {
   return size;
 }
 
-std::string OneLine(absl::string_view text) {
-  std::string out;
-  for (char c : text) out += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
 // Every rank calls this with the same verdict; only rank 0 prints, so the message appears once.
 int ReportError(absl::string_view message, int exit_code = kExitBadInput) {
-  if (Rank() == 0) std::cerr << "reshard-mpi: error: " << OneLine(message) << std::endl;
+  if (Rank() == 0) std::cerr << "reshard-mpi: error: " << OneLine(message, kMaxErrorBytes) << std::endl;
   return exit_code;
 }
 

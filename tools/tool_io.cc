@@ -36,6 +36,35 @@ absl::StatusOr<std::string> ReadInputFile(std::string_view flag, const std::stri
   return text;
 }
 
+std::string OneLine(absl::string_view text, size_t max_bytes) {
+  std::string out;
+  bool pending_space = false;
+  size_t i = 0;
+  for (; i < text.size() && out.size() < max_bytes; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      pending_space = !out.empty();
+      continue;
+    }
+    if (pending_space && c != ' ') out += ' ';
+    pending_space = false;
+    if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  // Not in the middle of a UTF-8 character (continuation bytes are 10xxxxxx).
+  while (i > 0 && i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80 &&
+         static_cast<unsigned char>(text[i - 1]) >= 0x80) {
+    out.pop_back();
+    --i;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (i < text.size()) absl::StrAppend(&out, " ... (", text.size() - i, " more bytes)");
+  return out;
+}
+
 absl::Status CheckPlanMatchesFlags(const Plan& plan, const std::string& mesh,
                                    const std::string& from, const std::string& to) {
   if (!mesh.empty()) {

@@ -30,9 +30,7 @@ constexpr int kExitUnknown = kExitInternal;
 
 // The CLI's contract is one line per error.
 int Fail(absl::string_view message, int code) {
-  std::string line;
-  for (char c : message) line += (c == '\n' || c == '\r') ? ' ' : c;
-  std::cerr << "reshard: error: " << line << std::endl;
+  std::cerr << "reshard: error: " << OneLine(message, kMaxErrorBytes) << std::endl;
   return code;
 }
 
