@@ -347,7 +347,7 @@ bool BoxesOverlap(const std::vector<const Transfer*>& boxes, const std::vector<i
   const int rank = static_cast<int>(local.size());
   const int64_t elements = std::accumulate(local.begin(), local.end(), int64_t{1},
                                            std::multiplies<int64_t>());
-  if (m < 2) return false;
+  if (m < 2 || rank == 0) return m >= 2;  // Boxes of a scalar all hold its one element.
   if (elements > kMaxMarkedElements || (m - 1) * m / 2 * std::max(rank, 1) <= elements) {
     for (int64_t a = 1; a < m; ++a) {
       for (int64_t b = 0; b < a; ++b) {
@@ -361,7 +361,6 @@ bool BoxesOverlap(const std::vector<const Transfer*>& boxes, const std::vector<i
     }
     return false;
   }
-  // Rank >= 1 here (a scalar buffer has one element, so at most one box of volume 1).
   std::vector<bool> marked(static_cast<size_t>(elements), false);
   std::vector<int64_t> index(rank);
   for (const Transfer* box : boxes) {

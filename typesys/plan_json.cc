@@ -1,10 +1,8 @@
 // JSON form of plans (DESIGN §3). nlohmann_json stays private to this file so that consumers of
 // the core need only Abseil.
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -98,44 +96,19 @@ absl::StatusOr<int64_t> GetInt(const Json& j, std::string_view where, const std:
   return value;
 }
 
-// The fields a step of `kind` has (StepToJson writes them); a step with another (say a
-// split_axis on an all_gather) was not written by us and is rejected rather than half read.
-std::vector<std::string_view> StepFields(CollectiveKind kind) {
-  std::vector<std::string_view> fields = {"op", "mesh_axes", "type"};
-  switch (kind) {
-    case CollectiveKind::kAllSlice:
-      fields.push_back("slice_axis");
-      break;
-    case CollectiveKind::kAllGather:
-      fields.push_back("gather_axis");
-      break;
-    case CollectiveKind::kAllToAll:
-      fields.insert(fields.end(), {"split_axis", "concat_axis"});
-      break;
-    case CollectiveKind::kReduceScatter:
-      fields.push_back("scatter_axis");
-      break;
-    case CollectiveKind::kAllReduce:
-      break;
-    case CollectiveKind::kCollectivePermute:
-      fields.push_back("source_target_pairs");
-      break;
-    case CollectiveKind::kAllToAllV:
-      fields.insert(fields.end(), {"out_shape", "transfers"});
-      break;
-  }
-  return fields;
-}
-
 absl::StatusOr<Collective> CollectiveFromJson(const Json& j, std::string_view where) {
   absl::StatusOr<std::string> name = GetString(j, where, "op");
   if (!name.ok()) return name.status();
   absl::StatusOr<CollectiveKind> kind = ParseCollectiveKind(*name);
   if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat("plan JSON: ", Absl(where), ": ",
                                                                  kind.status().message()));
-  const std::vector<std::string_view> fields = StepFields(*kind);
+  // Only the fields StepToJson writes for this kind: a step with another (say a split_axis on
+  // an all_gather) was not written by us and is rejected rather than half read.
+  Step probe;
+  probe.op.kind = *kind;
+  const Json fields = StepToJson(probe);
   for (const auto& [key, value] : j.items()) {
-    if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+    if (!fields.contains(key)) {
       return FieldError(where, key, absl::StrCat("does not belong to ", Absl(*name)));
     }
   }
