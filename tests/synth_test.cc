@@ -912,6 +912,15 @@ TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
                    SkewedModel(), 1.02);
 }
 
+TEST(NormalTest, GatherOverAFastPieceThenPermuteAvoidsTheSlowGather) {
+  // y (slow) is dropped, major to x: valleys permute and then gather y (10.0 µs). Gathering
+  // x's minor piece x:(4)2, the same number of devices over the fast axis, and permuting at
+  // the target's size crosses y once (6.0 µs, optimal's cost).
+  ExpectNormalPlan("x=8,y=2", "f32[96{y,x}]", "f32[96{x}]",
+                   {CollectiveKind::kAllGather, CollectiveKind::kCollectivePermute},
+                   *ParseCostModel("x=1:300,y=5:100"));
+}
+
 TEST(NormalTest, MiddleFirstWithEarlyScatterAvoidsTheSlowAxis) {
   // y (size 1) is scattered first, x moves by all_to_all, z is sliced last: nothing crosses
   // z. Every valley slices z first and permutes across it (22.9 µs); 1.246 µs is optimal's.
