@@ -1935,6 +1935,19 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
       finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
                                       plan.ok() ? &*plan : nullptr));
   plan = finish(*fine, std::move(plan), finer.ok() ? &finer->metrics : nullptr);
+  if (!plan.ok() && !finer.ok() && absl::IsResourceExhausted(finer.status())) {
+    // No whole-axis plan, and `optimal`'s search on the finer mesh gave up (its permute
+    // classes can outgrow their cap where several size-1 axes are in play): NotFound would
+    // claim that no plan exists. normal's plan, unproven, when it has one; else the search's
+    // status.
+    if (unproven != nullptr) *unproven = true;
+    SynthesisOptions normal_options = options;
+    normal_options.strategy = Strategy::kNormal;
+    absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, normal_options);
+    if (!normal.ok()) return finer.status();
+    normal->strategy = std::string(StrategyName(options.strategy));
+    return normal;
+  }
   if (!plan.ok()) return finer.ok() ? finer : plan;
   if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
     finer->strategy = plan->strategy;

@@ -24,7 +24,8 @@ namespace reshard {
 enum class Strategy {
   // The paper's valley normal form: reductions and slices, then all_to_alls and permutes,
   // then gathers. Memory-bounded. When divisibility leaves no valley plan, the exhaustive
-  // search's plan (still within the bound, but possibly falling and rising more than once).
+  // search's plan (still within the bound, but possibly falling and rising more than once;
+  // ResourceExhausted when that search gives up).
   // Under the time objective with a cost model whose axes differ, the valley plan is then the
   // incumbent of a bounded exhaustive search (a millisecond of work), whose plan, when it
   // finds a cheaper one, need not be a valley either (docs/synthesis.md).
@@ -37,7 +38,8 @@ enum class Strategy {
   // then on the prime-factor refinement (sub-axes; docs/sub_axes.md). ResourceExhausted when
   // the search on whole axes gives up. Plan::optimality says what was proven: kProven, or
   // kWholeAxesOnly when the search on the refinement gave up (the plan is then the cheapest
-  // on whole axes, and no costlier than `normal`'s).
+  // on whole axes, and no costlier than `normal`'s; where no whole-axis plan exists it is
+  // `normal`'s, and ResourceExhausted when `normal` has none either).
   kOptimal,
   // Baseline imitating XLA's GSPMD resharding (docs/baselines.md): permute if only device
   // order differs, all_to_alls for dimension swaps, slices/gathers for refinements, otherwise
@@ -96,10 +98,14 @@ struct SynthesisOptions {
 
 // Synthesizes a plan from `from` to `to` on `mesh`. Deterministic.
 // InvalidArgument: a type is not valid on the mesh, the element types or global shapes differ,
-// or `to` has a partial axis that `from` does not have (no collective creates a pending sum).
+// `to` has a partial axis that `from` does not have (no collective creates a pending sum), the
+// sub-axes the types name do not nest (typesys/sub_axis.h), or the cost model names an axis
+// the mesh lacks or holds a cost out of range (CheckCostModel).
 // NotFound: no plan in the collective vocabulary stays within the memory bound (the message
-// says why, e.g. which axes cannot be moved). InvalidArgument also when the cost model names
-// an axis the mesh lacks. ResourceExhausted: `optimal` hit max_states.
+// says why, e.g. which axes cannot be moved).
+// ResourceExhausted: a search spent its budget before it could answer: `optimal`'s (max_states
+// or its work budget; see kOptimal), `normal`'s exhaustive search where no valley plan exists,
+// or `direct`'s exchange would exceed its transfer limit on a very large mesh.
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options = {});
 

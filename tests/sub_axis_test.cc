@@ -359,6 +359,28 @@ TEST(OptimalityTest, GivingUpOnTheRefinementIsSaid) {
   EXPECT_LE(plan.metrics.cost_us, whole_plan->metrics.cost_us);
 }
 
+TEST(OptimalityTest, NoWholeAxisPlanAndAGivenUpRefinementIsNotNotFound) {
+  // No whole-axis plan stays within 8 bytes, and on the refinement two size-1 axes in play
+  // put a permute class past the search's cap: optimal answered NotFound ("no plan"), though
+  // normal's plan (slice, permute, gather over sub-axes) is within the bound. Now it returns
+  // that plan, unproven.
+  Mesh mesh = M("x=1,y=1,z=6,w=8");
+  const DistType from = T(mesh, "i8[24{z},2{x}]"), to = T(mesh, "i8[24{y,w},2{x}]");
+  for (Objective objective : {Objective::kBytes, Objective::kModeledTime}) {
+    SynthesisOptions options;
+    options.objective = objective;
+    options.strategy = Strategy::kOptimal;
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->optimality, Optimality::kWholeAxesOnly);
+    EXPECT_LE(plan->metrics.peak_local_bytes, 8);
+    options.strategy = Strategy::kNormal;
+    absl::StatusOr<Plan> normal = Synthesize(mesh, from, to, options);
+    ASSERT_TRUE(normal.ok()) << normal.status();
+    EXPECT_LE(plan->metrics.cost_us, normal->metrics.cost_us);
+  }
+}
+
 TEST(SubAxisSynthesisTest, ReductionsOverCompositeAxesAreChainsAtOptimalsCost) {
   // normal no longer runs its pass on the prime-factor refinement for plans that only slice,
   // reduce and gather the source's own axes (FinerPassMayPay): the chains over the atoms

@@ -414,6 +414,26 @@ TEST(AllToAllVTest, ManySmallBoxesAreCheckedForOverlapInLinearTime) {
             std::string::npos);
 }
 
+TEST(PlanTest, PlaceholderMeshAndInvalidTargetAreErrors) {
+  // A default-constructed Mesh has no devices: Validate divided by zero.
+  absl::StatusOr<DistType> scalar = ParseType("f32[8]");
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_NE(ErrorOf(Validate(Mesh(), *scalar)).find("no axes"), std::string::npos);
+  Plan placeholder;
+  placeholder.source = placeholder.target = *scalar;
+  EXPECT_FALSE(CheckPlan(placeholder).ok());
+  // A target naming a sub-axis that does not fit reached Canonicalize, which aborted.
+  Plan plan;
+  plan.mesh = M("x=4");
+  plan.source = T(plan.mesh, "f32[8{x}]");
+  for (const char* target : {"f32[8{x:(2)4}]", "f32[8{q:(1)2}]"}) {
+    absl::StatusOr<DistType> parsed = ParseType(target);
+    ASSERT_TRUE(parsed.ok()) << target;
+    plan.target = *parsed;
+    EXPECT_NE(ErrorOf(CheckPlan(plan)).find("plan target"), std::string::npos) << target;
+  }
+}
+
 TEST(PlanTest, JsonErrors) {
   EXPECT_NE(ErrorOf(PlanFromJson("{").status()).find("not valid JSON"), std::string::npos);
   EXPECT_NE(ErrorOf(PlanFromJson("[]").status()).find("object"), std::string::npos);

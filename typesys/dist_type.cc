@@ -197,6 +197,8 @@ std::string ToString(const DistType& type) {
 }
 
 absl::Status Validate(const Mesh& mesh, const DistType& type) {
+  // A default-constructed Mesh (the placeholder) has no axes and no devices.
+  if (mesh.num_axes() == 0) return absl::InvalidArgumentError("the mesh has no axes");
   // Runs on every type of every synthesized plan: messages are built only on failure.
   auto text = [&] { return ToString(type); };
   // Where an axis reference is used: dimension `dim`, or the partial list (dim < 0).

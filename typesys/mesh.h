@@ -112,7 +112,9 @@ class Mesh {
   // all other axes, ordered by IndexOver(., axes).
   std::vector<int64_t> Group(int64_t device, absl::Span<const std::string> axes) const;
 
-  // Canonical text, e.g. "x=2,y=4". ParseMesh(ToString()) == *this.
+  // Canonical text, e.g. "x=2,y=4". ParseMesh(ToString()) == *this for meshes whose axes are
+  // identifiers; a refined mesh's atoms (`x:(1)2`, typesys/sub_axis.h) print but do not parse
+  // back (user meshes name whole axes; plans are read on them).
   std::string ToString() const;
 
   bool operator==(const Mesh&) const = default;

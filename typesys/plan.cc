@@ -40,6 +40,11 @@ absl::Status CheckSteps(const Mesh& mesh, const DistType& source, const std::vec
 
 absl::Status CheckPlan(const Plan& plan) {
   if (absl::Status s = CheckSteps(plan.mesh, plan.source, plan.steps); !s.ok()) return s;
+  // Canonicalize below needs a valid target.
+  if (absl::Status s = Validate(plan.mesh, plan.target); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("plan target: ", s.message()));
+  }
+  if (absl::Status s = CheckCostModel(plan.mesh, plan.cost_model); !s.ok()) return s;
   // Types with sub-axes may be written in more than one way; compare canonical forms.
   if (!(Canonicalize(plan.mesh, plan.result()) == Canonicalize(plan.mesh, plan.target))) {
     return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
