@@ -1,5 +1,5 @@
-// tool_io.h — what reshard's command-line tools (reshard, reshard-mpi) share: exit codes and
-// reading an input file.
+// tool_io.h — what reshard's command-line tools (reshard, reshard-mpi) share: exit codes,
+// reading an input file, one-line error text, and checking a --plan file against the flags.
 //
 //   absl::StatusOr<std::string> text = ReadInputFile("--plan", "-");   // stdin
 //   if (!text.ok()) return Fail(text.status().message(), kExitBadInput);
