@@ -87,6 +87,15 @@ for c in "${CASES[@]}"; do
   done
 done
 
+# A whole axis spelled as its pieces is the same type: planned as `reshard plan` plans it
+# (greedy took the spelling literally: 3 steps and 4x the bytes instead of one all_to_all).
+run 4 --mesh x=4 --from 'f64[4{x},12]' --to 'f64[4,12{x:(1)2,x:(2)2}]' --strategy greedy \
+  --repeat 1 --json
+steps=$(grep -o '"steps":[0-9]*' <<<"$out" | cut -d: -f2)
+if [ "$rc" != 0 ] || [ "$steps" != 1 ]; then
+  fail "greedy on x:(1)2,x:(2)2: exit $rc, $steps steps (want 1): $out $err"
+fi
+
 # Random cases: meshes of 1-8 devices (1-3 axes), random shardings on both sides, partial
 # sources about a third of the time, each under normal and one other strategy. The seed is
 # printed so a failure can be replayed with RESHARD_MPI_SEED.

@@ -48,6 +48,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "tools/tool_io.h"
+#include "typesys/sub_axis.h"
 #include "typesys/plan.h"
 
 namespace reshard {
@@ -141,7 +142,9 @@ absl::StatusOr<std::string> MakePlanJson(const Flags& flags, const CostModel& co
     if (!type.ok()) {
       return Annotate(type.status(), absl::StrCat(names[i], " '", *texts[i], "'"));
     }
-    types[i] = *type;
+    // Canonical, as ParseValidType gives `reshard plan`: strategies that take the spelling
+    // literally (greedy) would otherwise plan `12{x:(1)2,x:(2)2}` unlike `12{x}`.
+    types[i] = Canonicalize(*mesh, *type);
   }
   absl::StatusOr<Strategy> strategy = ParseStrategy(flags.strategy);
   if (!strategy.ok()) {
