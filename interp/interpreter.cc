@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -77,36 +76,6 @@ std::vector<int64_t> Unflatten(int64_t linear, absl::Span<const int64_t> shape) 
   }
   return index;
 }
-
-// Walks the elements of a box of shape `box` placed at `offset` in a row-major array of shape
-// `array`, in the box's row-major order, keeping each element's linear index in the array:
-// an odometer over the box's index, so no element's index is decomposed or allocated.
-class BoxCursor {
- public:
-  BoxCursor(absl::Span<const int64_t> box, absl::Span<const int64_t> array,
-            absl::Span<const int64_t> offset)
-      : box_(box.begin(), box.end()), stride_(box.size()), index_(box.size(), 0) {
-    int64_t stride = 1;
-    for (int i = static_cast<int>(box.size()) - 1; i >= 0; --i) {
-      stride_[i] = stride;
-      linear_ += offset[i] * stride;
-      stride *= array[i];
-    }
-  }
-  int64_t linear() const { return linear_; }
-  void Next() {
-    for (int i = static_cast<int>(box_.size()) - 1; i >= 0; --i) {
-      linear_ += stride_[i];
-      if (++index_[i] < box_[i]) return;
-      linear_ -= stride_[i] * box_[i];
-      index_[i] = 0;
-    }
-  }
-
- private:
-  absl::InlinedVector<int64_t, 8> box_, stride_, index_;
-  int64_t linear_ = 0;
-};
 
 // A buffer viewed as [outer, shape[dim], inner] around dimension `dim`.
 struct DimView {

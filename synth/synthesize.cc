@@ -996,14 +996,13 @@ std::optional<std::vector<Step>> GatherThenPermute(const Mesh& mesh, const DistT
     if (want[i] % have[i] != 0) return std::nullopt;
     const std::vector<std::string>& axes = from.dims[i].axes;
     size_t first = axes.size();
-    for (int64_t group = 1; group < want[i] / have[i]; group *= mesh.AxisSize(axes[first])) {
-      if (first == 0) return std::nullopt;
-      --first;
-    }
+    int64_t group = 1;
+    while (group < want[i] / have[i] && first > 0) group *= mesh.AxisSize(axes[--first]);
+    if (group != want[i] / have[i]) return std::nullopt;
     if (first == axes.size()) continue;
-    std::vector<std::string> suffix(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end());
-    if (mesh.GroupSize(suffix) != want[i] / have[i]) return std::nullopt;
-    builder.Apply(Collective::AllGather(std::move(suffix), i));
+    builder.Apply(Collective::AllGather(
+        std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
+        i));
   }
   if (builder.steps().empty()) return std::nullopt;
   if (builder.current() != to) builder.Permute(to);
@@ -1935,21 +1934,18 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
       finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
                                       plan.ok() ? &*plan : nullptr));
   plan = finish(*fine, std::move(plan), finer.ok() ? &finer->metrics : nullptr);
-  if (!plan.ok() && !finer.ok() && absl::IsResourceExhausted(finer.status())) {
+  if (!plan.ok()) {
+    if (finer.ok()) return finer;
+    if (options.strategy != Strategy::kOptimal || !absl::IsResourceExhausted(finer.status())) {
+      return plan;
+    }
     // No whole-axis plan, and `optimal`'s search on the finer mesh gave up (its permute
     // classes can outgrow their cap where several size-1 axes are in play): NotFound would
-    // claim that no plan exists. normal's plan, unproven, when it has one; else the search's
-    // status.
-    if (unproven != nullptr) *unproven = true;
-    SynthesisOptions normal_options = options;
-    normal_options.strategy = Strategy::kNormal;
-    absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, normal_options);
-    if (!normal.ok()) return finer.status();
-    normal->strategy = std::string(StrategyName(options.strategy));
-    return normal;
-  }
-  if (!plan.ok()) return finer.ok() ? finer : plan;
-  if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
+    // claim that no plan exists. normal's plan below, unproven, when it has one; else the
+    // search's status.
+    plan = finer.status();
+    gave_up = true;
+  } else if (finer.ok() && Better(finer->metrics, plan->metrics, options.objective)) {
     finer->strategy = plan->strategy;
     plan = std::move(finer);
   }
@@ -1963,8 +1959,8 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   SynthesisOptions normal_options = options;
   normal_options.strategy = Strategy::kNormal;
   absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, normal_options);
-  if (normal.ok() && Better(normal->metrics, plan->metrics, options.objective)) {
-    normal->strategy = plan->strategy;
+  if (normal.ok() && (!plan.ok() || Better(normal->metrics, plan->metrics, options.objective))) {
+    normal->strategy = std::string(StrategyName(options.strategy));
     return normal;
   }
   return plan;

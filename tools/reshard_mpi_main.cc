@@ -48,8 +48,8 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "tools/tool_io.h"
-#include "typesys/sub_axis.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -71,7 +71,9 @@ int Size() {
 
 // Every rank calls this with the same verdict; only rank 0 prints, so the message appears once.
 int ReportError(absl::string_view message, int exit_code = kExitBadInput) {
-  if (Rank() == 0) std::cerr << "reshard-mpi: error: " << OneLine(message, kMaxErrorBytes) << std::endl;
+  if (Rank() == 0) {
+    std::cerr << "reshard-mpi: error: " << OneLine(message, kMaxErrorBytes) << std::endl;
+  }
   return exit_code;
 }
 

@@ -347,7 +347,7 @@ bool BoxesOverlap(const std::vector<const Transfer*>& boxes, const std::vector<i
   const int rank = static_cast<int>(local.size());
   const int64_t elements = std::accumulate(local.begin(), local.end(), int64_t{1},
                                            std::multiplies<int64_t>());
-  if (m < 2 || rank == 0) return m >= 2;  // Boxes of a scalar all hold its one element.
+  if (m < 2) return false;
   if (elements > kMaxMarkedElements || (m - 1) * m / 2 * std::max(rank, 1) <= elements) {
     for (int64_t a = 1; a < m; ++a) {
       for (int64_t b = 0; b < a; ++b) {
@@ -362,21 +362,14 @@ bool BoxesOverlap(const std::vector<const Transfer*>& boxes, const std::vector<i
     return false;
   }
   std::vector<bool> marked(static_cast<size_t>(elements), false);
-  std::vector<int64_t> index(rank);
   for (const Transfer* box : boxes) {
-    // Rows along the last dimension, the others walked as an odometer over the box.
-    std::fill(index.begin(), index.end(), 0);
-    while (true) {
-      int64_t row = 0;
-      for (int i = 0; i < rank; ++i) row = row * local[i] + box->target_offset[i] + index[i];
-      for (int64_t k = 0; k < box->shape[rank - 1]; ++k) {
-        std::vector<bool>::reference bit = marked[static_cast<size_t>(row + k)];
-        if (bit) return true;
-        bit = true;
-      }
-      int i = rank - 2;
-      while (i >= 0 && ++index[i] == box->shape[i]) index[i--] = 0;
-      if (i < 0) break;
+    const int64_t volume = std::accumulate(box->shape.begin(), box->shape.end(), int64_t{1},
+                                           std::multiplies<int64_t>());
+    BoxCursor element(box->shape, local, box->target_offset);
+    for (int64_t k = 0; k < volume; ++k, element.Next()) {
+      std::vector<bool>::reference bit = marked[static_cast<size_t>(element.linear())];
+      if (bit) return true;
+      bit = true;
     }
   }
   return false;

@@ -53,6 +53,38 @@ struct Transfer {
   bool operator==(const Transfer&) const = default;
 };
 
+// Walks the elements of a box of shape `box` placed at `offset` in a row-major array of shape
+// `array` (a transfer's box in a buffer, a device's block in the global array), in the box's
+// row-major order, keeping each element's linear index in the array: an odometer over the
+// box's index, so no element's index is decomposed. Call Next() once per element after the
+// first, at most volume - 1 times.
+class BoxCursor {
+ public:
+  BoxCursor(const std::vector<int64_t>& box, const std::vector<int64_t>& array,
+            const std::vector<int64_t>& offset)
+      : box_(box), stride_(box.size()), index_(box.size(), 0) {
+    int64_t stride = 1;
+    for (int i = static_cast<int>(box.size()) - 1; i >= 0; --i) {
+      stride_[i] = stride;
+      linear_ += offset[i] * stride;
+      stride *= array[i];
+    }
+  }
+  int64_t linear() const { return linear_; }
+  void Next() {
+    for (int i = static_cast<int>(box_.size()) - 1; i >= 0; --i) {
+      linear_ += stride_[i];
+      if (++index_[i] < box_[i]) return;
+      linear_ -= stride_[i] * box_[i];
+      index_[i] = 0;
+    }
+  }
+
+ private:
+  std::vector<int64_t> box_, stride_, index_;
+  int64_t linear_ = 0;
+};
+
 struct Collective {
   CollectiveKind kind = CollectiveKind::kAllSlice;
   // Axes of the groups, in group order (empty for collective_permute).
