@@ -419,6 +419,11 @@ TEST(PlanTest, PlaceholderMeshAndInvalidTargetAreErrors) {
   absl::StatusOr<DistType> scalar = ParseType("f32[8]");
   ASSERT_TRUE(scalar.ok());
   EXPECT_NE(ErrorOf(Validate(Mesh(), *scalar)).find("no axes"), std::string::npos);
+  // An enum value outside ElementType (a caller's cast) aborted when the message printed it.
+  DistType unknown_element = *scalar;
+  unknown_element.element_type = static_cast<ElementType>(99);
+  EXPECT_NE(ErrorOf(Validate(M("x=2"), unknown_element)).find("element type value 99"),
+            std::string::npos);
   Plan placeholder;
   placeholder.source = placeholder.target = *scalar;
   EXPECT_FALSE(CheckPlan(placeholder).ok());

@@ -32,6 +32,13 @@ constexpr ElementInfo kElements[] = {
     {ElementType::kI64, "i64", 8},
 };
 
+bool IsKnown(ElementType type) {
+  for (const ElementInfo& info : kElements) {
+    if (info.type == type) return true;
+  }
+  return false;
+}
+
 const ElementInfo& Info(ElementType type) {
   for (const ElementInfo& info : kElements) {
     if (info.type == type) return info;
@@ -199,6 +206,12 @@ std::string ToString(const DistType& type) {
 absl::Status Validate(const Mesh& mesh, const DistType& type) {
   // A default-constructed Mesh (the placeholder) has no axes and no devices.
   if (mesh.num_axes() == 0) return absl::InvalidArgumentError("the mesh has no axes");
+  // Checked before anything prints the type: its name is looked up from the value.
+  if (!IsKnown(type.element_type)) {
+    return absl::InvalidArgumentError(absl::StrCat("element type value ",
+                                                   static_cast<int>(type.element_type),
+                                                   " is not a member of ElementType"));
+  }
   // Runs on every type of every synthesized plan: messages are built only on failure.
   auto text = [&] { return ToString(type); };
   // Where an axis reference is used: dimension `dim`, or the partial list (dim < 0).

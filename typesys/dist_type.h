@@ -67,10 +67,11 @@ std::string ToString(const DistType& type);
 inline constexpr int64_t kMaxAccountedBytes = int64_t{1} << 56;
 
 // Well-formedness against `mesh` (DESIGN §2). InvalidArgument with one message naming the
-// problem: unknown axis, axis used twice, a sub-axis that does not fit its axis
-// (Mesh::CheckAxisRef), pieces of one axis that overlap or do not nest (their strides must form
-// a divisor chain), size < 1, size not divisible by its axes' product (naming the numbers), or
-// a global byte size that overflows 64 bits or exceeds kMaxAccountedBytes over the mesh.
+// problem: a mesh without axes, an element type outside ElementType, unknown axis, axis used
+// twice, a sub-axis that does not fit its axis (Mesh::CheckAxisRef), pieces of one axis that
+// overlap or do not nest (their strides must form a divisor chain), size < 1, size not
+// divisible by its axes' product (naming the numbers), or a global byte size that overflows 64
+// bits or exceeds kMaxAccountedBytes over the mesh.
 absl::Status Validate(const Mesh& mesh, const DistType& type);
 
 // ParseType followed by Validate; the result is in canonical form (sub_axis.h: adjacent pieces
