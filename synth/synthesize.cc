@@ -2008,8 +2008,8 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
   for (const auto& [name, cost] : model.overrides()) {
     if (stripped->HasAxis(name)) kept_model.SetAxis(name, cost);
   }
-  return SizeOneStripped{*std::move(stripped), WithoutSizeOne(mesh, from),
-                         WithoutSizeOne(mesh, to), std::move(kept_model)};
+  return SizeOneStripped{*std::move(stripped), WithoutSizeOne(mesh, from), WithoutSizeOne(mesh, to),
+                         std::move(kept_model)};
 }
 
 // `pieces` (a gather's or all_to_all's axes on the stripped mesh, all of size > 1) with the
@@ -2019,10 +2019,10 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
 // matching each axis to the pieces whose sizes multiply to its own; stops at an axis the
 // pieces only partly cover (they are sub-axes of it). ApplyRule judges the result: where the
 // pieces do not line up with the axes, it fails.
-std::vector<std::string> WithSizeOneInSuffix(
-    const Mesh& mesh, const std::vector<std::string>& dim_axes,
-    const std::vector<std::string>& pieces,
-    absl::FunctionRef<bool(const std::string&)> absorb) {
+std::vector<std::string> WithSizeOneInSuffix(const Mesh& mesh,
+                                             const std::vector<std::string>& dim_axes,
+                                             const std::vector<std::string>& pieces,
+                                             absl::FunctionRef<bool(const std::string&)> absorb) {
   std::vector<std::string> reversed;
   size_t next = pieces.size();  // Pieces [0, next) are not matched yet.
   for (size_t a = dim_axes.size(); a > 0; --a) {
@@ -2138,8 +2138,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           op.mesh_axes = WithSizeOneInSuffix(
               mesh, current.dims[op.dim].axes, op.mesh_axes, [&](const std::string& axis) {
                 const int use = AxisUse(to, axis);
-                return op.kind == CollectiveKind::kAllGather ? use != op.dim
-                                                             : use == op.split_dim;
+                return op.kind == CollectiveKind::kAllGather ? use != op.dim : use == op.split_dim;
               });
           break;
         case CollectiveKind::kAllSlice:

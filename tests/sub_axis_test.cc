@@ -401,8 +401,8 @@ TEST(OptimalityTest, SizeOneAxesAreLeftOutOfTheSearch) {
     absl::StatusOr<RunReport> report = RunPlan(*plan);
     ASSERT_TRUE(report.ok()) << report.status();
     EXPECT_TRUE(report->ok) << report->message;
-    absl::StatusOr<Plan> without = Synthesize(stripped, T(stripped, "i8[24{z},2]"),
-                                              T(stripped, "i8[24{w},2]"), options);
+    absl::StatusOr<Plan> without =
+        Synthesize(stripped, T(stripped, "i8[24{z},2]"), T(stripped, "i8[24{w},2]"), options);
     ASSERT_TRUE(without.ok()) << without.status();
     EXPECT_EQ(plan->metrics.cost_us, without->metrics.cost_us);
     EXPECT_EQ(plan->metrics.bytes_received_total, without->metrics.bytes_received_total);
