@@ -758,7 +758,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
 // block, but each ordering of them is another state and another edge (reductions and slices
 // over them cost nothing, so every ordered tuple of them is an edge), factorially many. Past
 // this many the search refuses up front: its budget would be spent, slowly and with much
-// memory, on their orders alone.
+// memory, on their orders alone. (Synthesize's strategies search the mesh without its size-1
+// axes; SearchPlan searches the mesh it is given.)
 constexpr int kMaxSizeOneAxesInPlay = 16;
 
 absl::Status CheckSearchable(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -96,7 +96,10 @@ struct SynthesisOptions {
   bool sub_axes = true;
 };
 
-// Synthesizes a plan from `from` to `to` on `mesh`. Deterministic.
+// Synthesizes a plan from `from` to `to` on `mesh`. Deterministic. `normal`, `optimal`,
+// `direct` and `auto` search the mesh without its size-1 axes and lift the plan back (same
+// metrics; where the size-1 axes of the last type differ from `to`'s, a permute without pairs
+// renames them); the baselines plan on the axes as written.
 // InvalidArgument: a type is not valid on the mesh, the element types or global shapes differ,
 // `to` has a partial axis that `from` does not have (no collective creates a pending sum), the
 // sub-axes the types name do not nest (typesys/sub_axis.h), or the cost model names an axis

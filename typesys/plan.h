@@ -52,7 +52,8 @@ enum class Optimality {
   kNotClaimed,
   // No plan of the collective vocabulary is cheaper: `optimal`'s exact search finished on the
   // prime-factor refinement of the mesh (every sub-axis a plan may use), or on the mesh with
-  // the types' own sub-axes when sub-axes are turned off (SynthesisOptions::sub_axes).
+  // the types' own sub-axes when sub-axes are turned off (SynthesisOptions::sub_axes); in
+  // either case without the mesh's size-1 axes, which change no plan's metrics.
   kProven,
   // No plan on whole axes (and the types' own sub-axes) is cheaper, but the search on the
   // prime-factor refinement gave up (its work budget, or a permute class past its cap): a plan
