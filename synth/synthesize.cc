@@ -2015,10 +2015,9 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
 // `pieces` (a gather's or all_to_all's axes on the stripped mesh, all of size > 1) with the
 // size-1 axes that sit among them at the end of `dim_axes` (a dimension on the full mesh),
 // so that the collective takes the suffix whole, and the size-1 axes right before them that
-// `absorb` accepts. Walks `dim_axes` from its minor end,
-// matching each axis to the pieces whose sizes multiply to its own; stops at an axis the
-// pieces only partly cover (they are sub-axes of it). ApplyRule judges the result: where the
-// pieces do not line up with the axes, it fails.
+// `absorb` accepts. Walks `dim_axes` from its minor end, matching each axis to the pieces whose
+// sizes multiply to its own; stops at an axis the pieces only partly cover (they are sub-axes
+// of it). ApplyRule judges the result: where the pieces do not line up with the axes, it fails.
 std::vector<std::string> WithSizeOneInSuffix(const Mesh& mesh,
                                              const std::vector<std::string>& dim_axes,
                                              const std::vector<std::string>& pieces,
@@ -2088,9 +2087,9 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
 // all_slice or reduce_scatter that builds their dimension of `to` (WithTargetSizeOne). The
 // partial ones `to` drops join the first reduction (at the end of a reduce_scatter's axes,
 // unless `to` wants them among them), else reduce_scatters and an all_reduce over them alone
-// come first. The last
-// step, when it is a permute or all_to_all_v (whose result type is free), ends at `to`; else,
-// where the size-1 axes still differ from `to`'s, a permute without pairs renames them.
+// come first. The last step, when it is a permute or all_to_all_v (whose result type is free),
+// ends at `to`; else, where the size-1 axes still differ from `to`'s, a permute without pairs
+// renames them.
 // Requires CheckReshardable(mesh, from, to). Nothing where a step does not fit (a size-1 axis
 // between pieces of an axis that the stripped plan moves as one): the caller then
 // synthesizes on `mesh` itself.
