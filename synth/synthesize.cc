@@ -2048,36 +2048,70 @@ std::vector<std::string> WithSizeOneInSuffix(const Mesh& mesh,
 // `pieces` (axes an all_slice or reduce_scatter appends to dimension `dim` of `current`) with
 // the size-1 axes that `to`'s dimension has among and right after them, in `to`'s order, so
 // that they need no renaming at the end. Only when `current`'s dimension plus the pieces is
-// a prefix of `to`'s (size-1 axes aside), and only axes `current` does not use, or sums over
-// when the step reduces (`reduces`). With no pieces: the size-1 axes that can be appended now.
+// a prefix of `to`'s in digits (size-1 axes aside; pieces may be sub-axes of an axis `to`
+// names whole), and only axes `current` does not use, or, when the step reduces (`reduces`),
+// only axes it sums over. With no pieces: the size-1 axes that can be appended now.
 std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& current,
                                            const DistType& to, int dim,
                                            const std::vector<std::string>& pieces, bool reduces) {
   const std::vector<std::string>& target = to.dims[dim].axes;
-  std::vector<std::string> sized;  // current's dimension, size-1 axes aside, then the pieces.
+  std::vector<const std::string*> sized;  // current's dimension, size-1 axes aside, then pieces.
   for (const std::string& axis : current.dims[dim].axes) {
-    if (!IsSizeOne(mesh, axis)) sized.push_back(axis);
+    if (!IsSizeOne(mesh, axis)) sized.push_back(&axis);
   }
   const size_t have = sized.size();
-  sized.insert(sized.end(), pieces.begin(), pieces.end());
-  std::vector<size_t> at;  // Positions of target's axes of size above 1.
-  for (size_t k = 0; k < target.size(); ++k) {
-    if (!IsSizeOne(mesh, target[k])) at.push_back(k);
-  }
-  if (sized.size() > at.size()) return pieces;
-  for (size_t k = 0; k < sized.size(); ++k) {
-    if (target[at[k]] != sized[k]) return pieces;
-  }
-  const size_t begin = have == 0 ? 0 : at[have - 1] + 1;
-  const size_t end = sized.size() == at.size() ? target.size() : at[sized.size()];
-  std::vector<std::string> out;
-  for (size_t k = begin; k < end; ++k) {
-    const std::string& axis = target[k];
-    const int use = AxisUse(current, axis);
-    if (!IsSizeOne(mesh, axis) || use == kUnused || (reduces && use == kPartial)) {
-      out.push_back(axis);
+  for (const std::string& axis : pieces) sized.push_back(&axis);
+  // Match the sized axes' digits against target's, major to minor: each must take the top of
+  // what is left of the current target axis. owner[j]: the target position axis j lies in.
+  std::vector<size_t> owner(sized.size());
+  size_t k = 0;
+  int64_t top = 0, low = 0;  // Digits [low, top) of target[k] are not matched yet.
+  int index = -1;
+  for (size_t j = 0; j < sized.size(); ++j) {
+    if (top == low) {  // The next target axis of size above 1.
+      if (j > 0) ++k;
+      while (k < target.size() && IsSizeOne(mesh, target[k])) ++k;
+      if (k == target.size()) return pieces;
+      const Mesh::Digit t = mesh.Resolve(target[k]);
+      index = t.index;
+      low = t.stride;
+      top = t.stride * t.size;
     }
+    const Mesh::Digit d = mesh.Resolve(*sized[j]);
+    if (d.index != index || d.stride * d.size != top || d.stride < low) return pieces;
+    top = d.stride;
+    owner[j] = k;
   }
+  const bool complete = top == low;  // The last sized axis ends target[k].
+  // The first position from `position` on of an axis of size above 1, or the end.
+  auto after = [&](size_t position) {
+    while (position < target.size() && IsSizeOne(mesh, target[position])) ++position;
+    return position;
+  };
+  // Where the pieces start: after have's last target axis when that is complete.
+  size_t begin = 0;
+  if (have > 0) begin = have == sized.size() ? (complete ? owner.back() + 1 : target.size())
+                                             : (owner[have - 1] == owner[have]
+                                                    ? owner[have]
+                                                    : owner[have - 1] + 1);
+  // Where they end: before the next target axis when the last is complete, else with it.
+  const size_t end = sized.empty() ? after(0)
+                     : complete    ? after(owner.back() + 1)
+                                   : owner.back() + 1;
+  std::vector<std::string> out;
+  size_t next_piece = have;
+  for (size_t position = begin; position < end; ++position) {
+    const std::string& axis = target[position];
+    if (!IsSizeOne(mesh, axis)) {
+      while (next_piece < sized.size() && owner[next_piece] == position) {
+        out.push_back(*sized[next_piece++]);
+      }
+      continue;
+    }
+    // A slice takes axes nothing uses; a reduce_scatter, partial ones (it sums over them all).
+    if (AxisUse(current, axis) == (reduces ? kPartial : kUnused)) out.push_back(axis);
+  }
+  if (next_piece != sized.size()) return pieces;
   return out;
 }
 
@@ -2115,7 +2149,6 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
   auto reduce_first = [&]() {
     for (int i = 0; i < current.rank() && !dropped.empty(); ++i) {
       std::vector<std::string> axes = WithTargetSizeOne(mesh, current, to, i, {}, true);
-      std::erase_if(axes, [&](const std::string& a) { return AxisUse(current, a) != kPartial; });
       if (!axes.empty() && !apply(Collective::ReduceScatter(std::move(axes), i))) return false;
     }
     return dropped.empty() || apply(Collective::AllReduce(dropped));
