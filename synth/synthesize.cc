@@ -2090,10 +2090,10 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
   };
   // Where the pieces start: after have's last target axis when that is complete.
   size_t begin = 0;
-  if (have > 0) begin = have == sized.size() ? (complete ? owner.back() + 1 : target.size())
-                                             : (owner[have - 1] == owner[have]
-                                                    ? owner[have]
-                                                    : owner[have - 1] + 1);
+  if (have > 0)
+    begin = have == sized.size()
+                ? (complete ? owner.back() + 1 : target.size())
+                : (owner[have - 1] == owner[have] ? owner[have] : owner[have - 1] + 1);
   // Where they end: before the next target axis when the last is complete, else with it.
   const size_t end = sized.empty() ? after(0)
                      : complete    ? after(owner.back() + 1)
