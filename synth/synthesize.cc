@@ -2252,8 +2252,10 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
   const bool ours = options.strategy == Strategy::kNormal ||
                     options.strategy == Strategy::kOptimal ||
                     options.strategy == Strategy::kDirect || options.strategy == Strategy::kAuto;
+  const bool size_one = std::any_of(mesh.axes().begin(), mesh.axes().end(),
+                                    [](const MeshAxis& axis) { return axis.size == 1; });
   std::optional<SizeOneStripped> stripped;
-  if (ours && CheckReshardable(mesh, from, to).ok() &&
+  if (ours && size_one && CheckReshardable(mesh, from, to).ok() &&
       CheckCostModel(mesh, options.cost_model).ok()) {
     stripped = StripSizeOne(mesh, from, to, options.cost_model);
   }
