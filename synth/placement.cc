@@ -302,6 +302,125 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t
   return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total);
 }
 
+// The axes of `used` as kByDimension splits them: those that link two dimensions (a dimension
+// of each type, different ones) and, per dimension, those that touch only it.
+struct DimensionSplit {
+  absl::InlinedVector<WalkedAxis, 16> linking;
+  absl::InlinedVector<absl::InlinedVector<WalkedAxis, 8>, 4> local;
+  absl::InlinedVector<bool, 4> linked;  // Whether a linking axis touches the dimension.
+  int64_t linking_tuples = 1;
+  absl::InlinedVector<int64_t, 4> local_tuples;
+};
+
+DimensionSplit SplitByDimension(absl::Span<const WalkedAxis> used, int rank) {
+  DimensionSplit split;
+  split.local.resize(rank);
+  split.linked.assign(rank, false);
+  split.local_tuples.assign(rank, 1);
+  for (const WalkedAxis& a : used) {
+    if (a.from_dim >= 0 && a.to_dim >= 0 && a.from_dim != a.to_dim) {
+      split.linking.push_back(a);
+      split.linked[a.from_dim] = split.linked[a.to_dim] = true;
+      split.linking_tuples *= a.size;
+    } else {
+      const int d = a.from_dim >= 0 ? a.from_dim : a.to_dim;
+      split.local[d].push_back(a);
+      split.local_tuples[d] *= a.size;
+    }
+  }
+  return split;
+}
+
+// kByDimension's visits, in units of kEveryTuple's visit of one tuple: per tuple of the
+// linking axes, each linked dimension's tuples; the other dimensions' once.
+int64_t ByDimensionCost(const DimensionSplit& split) {
+  int64_t linked = 0, unlinked = 0;
+  for (size_t d = 0; d < split.local.size(); ++d) {
+    (split.linked[d] ? linked : unlinked) += split.local_tuples[d];
+  }
+  return split.linking_tuples * std::max<int64_t>(linked, 1) + unlinked;
+}
+
+// LackingElements by dimensions: a device holds prod_i overlap_i, and overlap_i depends only
+// on the axes that touch dimension i (in either type). Given the coordinates of the axes that
+// link two dimensions, the dimensions are independent, so the held elements summed over the
+// tuples of the other axes are the product of each dimension's sum over its own axes' tuples,
+// and their least is the product of each dimension's least (overlaps are never negative).
+// Visits linking tuples times the sum, not the product, of the dimensions' tuples.
+Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t alike,
+                        absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
+                        int64_t target_elements, bool need_total) {
+  const int rank = static_cast<int>(to_local.size());
+  struct Sums {
+    __int128 sum = 0;
+    int64_t least = std::numeric_limits<int64_t>::max();
+  };
+  // Dimension d's sum and least overlap over the tuples of its own axes, its blocks starting
+  // at `f` and `t` (offsets from the linking axes).
+  auto dimension = [&](int d, int64_t f, int64_t t) {
+    const absl::InlinedVector<WalkedAxis, 8>& axes = split.local[d];
+    absl::InlinedVector<int64_t, 8> coords(axes.size(), 0);
+    Sums out;
+    while (true) {
+      const int64_t overlap =
+          std::max<int64_t>(0, std::min(f + from_local[d], t + to_local[d]) - std::max(f, t));
+      out.sum += overlap;
+      out.least = std::min(out.least, overlap);
+      if (!need_total && out.least == 0) return out;
+      int q = static_cast<int>(axes.size()) - 1;
+      for (; q >= 0; --q) {
+        const WalkedAxis& a = axes[q];
+        const int64_t f_step = a.from_dim == d ? a.from_step : 0;
+        const int64_t t_step = a.to_dim == d ? a.to_step : 0;
+        if (++coords[q] < a.size) {
+          f += f_step;
+          t += t_step;
+          break;
+        }
+        coords[q] = 0;
+        f -= f_step * (a.size - 1);
+        t -= t_step * (a.size - 1);
+      }
+      if (q < 0) return out;
+    }
+  };
+  absl::InlinedVector<Sums, 4> fixed(rank);  // The dimensions no linking axis touches.
+  for (int d = 0; d < rank; ++d) {
+    if (!split.linked[d]) fixed[d] = dimension(d, 0, 0);
+  }
+  const absl::InlinedVector<WalkedAxis, 16>& linking = split.linking;
+  absl::InlinedVector<int64_t, 4> f(rank, 0), t(rank, 0);
+  absl::InlinedVector<int64_t, 16> coords(linking.size(), 0);
+  int64_t least_held = std::numeric_limits<int64_t>::max();
+  __int128 held_sum = 0;
+  while (true) {
+    __int128 sum = 1;
+    int64_t least = 1;
+    for (int d = 0; d < rank && (need_total || least > 0); ++d) {
+      const Sums s = split.linked[d] ? dimension(d, f[d], t[d]) : fixed[d];
+      sum *= s.sum;
+      least *= s.least;
+    }
+    least_held = std::min(least_held, least);
+    held_sum += sum;
+    if (!need_total && least_held == 0) break;
+    int q = static_cast<int>(linking.size()) - 1;
+    for (; q >= 0; --q) {
+      const WalkedAxis& a = linking[q];
+      if (++coords[q] < a.size) {
+        f[a.from_dim] += a.from_step;
+        t[a.to_dim] += a.to_step;
+        break;
+      }
+      coords[q] = 0;
+      f[a.from_dim] -= a.from_step * (a.size - 1);
+      t[a.to_dim] -= a.to_step * (a.size - 1);
+    }
+    if (q < 0) break;
+  }
+  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total);
+}
+
 int64_t Saturate(__int128 value) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   return value > kMax ? kMax : static_cast<int64_t>(value);
@@ -567,13 +686,21 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     used.push_back(WalkedAxis{i, j, sizes[a], i < 0 ? 0 : from_roles[a].weight * from_local[i],
                               j < 0 ? 0 : to_roles[a].weight * to_local[j]});
   }
+  const DimensionSplit split = SplitByDimension(used, rank);
   if (walk == LackingWalk::kCheaper) {
-    walk = FixedTuplesCost(used, rank, fixed_tuples) >= walked ? LackingWalk::kEveryTuple
-                                                               : LackingWalk::kFixedTuples;
+    const int64_t fixed_cost = FixedTuplesCost(used, rank, fixed_tuples);
+    const int64_t by_dimension = ByDimensionCost(split);
+    walk = by_dimension < std::min(walked, fixed_cost) ? LackingWalk::kByDimension
+           : fixed_cost >= walked                       ? LackingWalk::kEveryTuple
+                                                        : LackingWalk::kFixedTuples;
   }
   if (walk == LackingWalk::kEveryTuple) {
     return WalkUsedAxes(used, devices, devices / walked, from_local, to_local, target_elements,
                         need_total);
+  }
+  if (walk == LackingWalk::kByDimension) {
+    return WalkByDimension(split, devices, devices / walked, from_local, to_local,
+                           target_elements, need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,

@@ -138,7 +138,7 @@ int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, con
 // whose blocks are given by per-axis roles (slot = dimension, weight = the axis's stride in
 // that dimension's block index; slots outside [0, rank) are ignored) and local shapes: the
 // most target elements any device lacks, and (with `need_total`; else -1) their sum over the
-// devices. Exact, by either of two walks (`walk`: the cheaper by a count of tuples, unless a
+// devices. Exact, by one of three walks (`walk`: the cheapest by a count of visits, unless a
 // test forces one):
 // - kEveryTuple visits every tuple of coordinates of the axes that split a dimension in
 //   either type (devices that differ only elsewhere hold alike);
@@ -149,12 +149,17 @@ int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, con
 //   is the indices both types' free blocks cover (CommonIndices), the least overlap follows
 //   from how many blocks of one side meet each block of the other (at most 2 blocks need
 //   looking at). E.g. 6 144 devices whose types share one axis of size 6: 6 tuples.
+// - kByDimension visits every tuple of the axes that link two dimensions (a dimension in each
+//   type, different ones) and, per such tuple, each dimension's own axes' tuples apart: the
+//   dimensions are then independent, so sums and least overlaps multiply. E.g. 11 axes of
+//   size 2, 4 in dimension 0 of both types, 5 in dimension 1 and 2 linking them: 4 x (16 +
+//   32) visits instead of 2 048 tuples.
 // Without `need_total` a walk stops at the first device that holds nothing.
 struct Lacking {
   int64_t worst = 0;
   __int128 total = -1;
 };
-enum class LackingWalk { kCheaper, kEveryTuple, kFixedTuples };
+enum class LackingWalk { kCheaper, kEveryTuple, kFixedTuples, kByDimension };
 Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,
                         absl::Span<const int64_t> from_local, absl::Span<const AxisRole> to_roles,
                         absl::Span<const int64_t> to_local, int64_t target_elements,

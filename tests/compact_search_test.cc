@@ -634,7 +634,7 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
     const std::string where = mesh.ToString() + " " + ToString(from) + " -> " + ToString(to);
     for (const internal::LackingWalk walk :
          {internal::LackingWalk::kCheaper, internal::LackingWalk::kEveryTuple,
-          internal::LackingWalk::kFixedTuples}) {
+          internal::LackingWalk::kFixedTuples, internal::LackingWalk::kByDimension}) {
       for (const bool need_total : {true, false}) {
         const internal::Lacking got =
             internal::LackingElements(axis_sizes, roles(from), from_local, roles(to), to_local,
