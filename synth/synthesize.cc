@@ -2008,7 +2008,11 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
   for (const auto& [name, cost] : model.overrides()) {
     if (stripped->HasAxis(name)) kept_model.SetAxis(name, cost);
   }
-  return SizeOneStripped{*std::move(stripped), WithoutSizeOne(mesh, from), WithoutSizeOne(mesh, to),
+  // Canonical there: pieces a size-1 axis kept apart may now merge (x:(1)2,u,x:(2)2 is x),
+  // and the synthesis would otherwise keep them apart.
+  DistType stripped_from = Canonicalize(*stripped, WithoutSizeOne(mesh, from));
+  DistType stripped_to = Canonicalize(*stripped, WithoutSizeOne(mesh, to));
+  return SizeOneStripped{*std::move(stripped), std::move(stripped_from), std::move(stripped_to),
                          std::move(kept_model)};
 }
 
@@ -2120,46 +2124,46 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
 // along: a gather or all_to_all takes those inside the suffix it moves. Those of `to` join the
 // all_slice or reduce_scatter that builds their dimension of `to` (WithTargetSizeOne). The
 // partial ones `to` drops join the first reduction (at the end of a reduce_scatter's axes,
-// unless `to` wants them among them), else reduce_scatters and an all_reduce over them alone
-// come first. The last step, when it is a permute or all_to_all_v (whose result type is free),
+// unless `to` wants them among them); without one, reduce_scatters where `to` wants them and
+// an all_reduce over the rest come first or last, whichever takes fewer steps. The last step, when it is a permute or all_to_all_v (whose result type is free),
 // ends at `to`; else, where the size-1 axes still differ from `to`'s, a permute without pairs
-// renames them.
-// Requires CheckReshardable(mesh, from, to). Nothing where a step does not fit (a size-1 axis
-// between pieces of an axis that the stripped plan moves as one): the caller then
-// synthesizes on `mesh` itself.
+// renames them. Where a step does not fit `from` (a size-1 axis between pieces of an axis that
+// the stripped plan moves as one), a permute without pairs first drops the size-1 axes from
+// `from`'s dimensions. Requires valid types and no size-1 axis partial in `to` only. Nothing
+// when no form fits: the caller then synthesizes on `mesh` itself.
 std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const std::vector<Step>& steps) {
   std::vector<std::string> all_dropped;  // Partial size-1 axes of `from` that `to` drops.
   for (const std::string& axis : from.partial) {
     if (IsSizeOne(mesh, axis) && AxisUse(to, axis) != kPartial) all_dropped.push_back(axis);
   }
-  std::vector<Step> lifted;
-  DistType current;
-  std::vector<std::string> dropped;  // Those not reduced yet.
-  auto apply = [&](Collective op) {
-    absl::StatusOr<DistType> out = ApplyRule(mesh, current, op);
-    if (!out.ok()) return false;
-    current = *std::move(out);
-    std::erase_if(dropped,
-                  [&](const std::string& axis) { return AxisUse(current, axis) != kPartial; });
-    lifted.push_back(Step{std::move(op), current});
-    return true;
-  };
-  // Reduces the dropped axes up front: scattered where `to` wants them, the rest all_reduced.
-  auto reduce_first = [&]() {
-    for (int i = 0; i < current.rank() && !dropped.empty(); ++i) {
-      std::vector<std::string> axes = WithTargetSizeOne(mesh, current, to, i, {}, true);
-      if (!axes.empty() && !apply(Collective::ReduceScatter(std::move(axes), i))) return false;
-    }
-    return dropped.empty() || apply(Collective::AllReduce(dropped));
-  };
-  // One pass over `steps`; false when a step does not fit, or (`up_front` false) when the
-  // dropped axes found no reduction to join.
-  auto lift = [&](bool up_front) {
-    lifted.clear();
-    current = from;
-    dropped = all_dropped;
-    if (up_front && !reduce_first()) return false;
+  // Where the dropped axes are reduced: joining the plan's first reduction, or (when it has
+  // none) in steps of their own first or last; last, a reduce_scatter can put them where `to`
+  // wants them, sparing the renaming permute.
+  enum class Reduce { kJoin, kFirst, kLast };
+  auto lift = [&](const DistType& start, Reduce where) -> std::optional<std::vector<Step>> {
+    std::vector<Step> lifted;
+    if (start != from) lifted.push_back(Step{Collective::Permute({}), start});
+    DistType current = start;
+    std::vector<std::string> dropped = all_dropped;  // Those not reduced yet.
+    auto apply = [&](Collective op) {
+      absl::StatusOr<DistType> out = ApplyRule(mesh, current, op);
+      if (!out.ok()) return false;
+      current = *std::move(out);
+      std::erase_if(dropped,
+                    [&](const std::string& axis) { return AxisUse(current, axis) != kPartial; });
+      lifted.push_back(Step{std::move(op), current});
+      return true;
+    };
+    // Scattered where `to` wants them next in a dimension, the rest all_reduced.
+    auto reduce_dropped = [&]() {
+      for (int i = 0; i < current.rank() && !dropped.empty(); ++i) {
+        std::vector<std::string> axes = WithTargetSizeOne(mesh, current, to, i, {}, true);
+        if (!axes.empty() && !apply(Collective::ReduceScatter(std::move(axes), i))) return false;
+      }
+      return dropped.empty() || apply(Collective::AllReduce(dropped));
+    };
+    if (where == Reduce::kFirst && !reduce_dropped()) return std::nullopt;
     for (const Step& step : steps) {
       Collective op = step.op;
       switch (op.kind) {
@@ -2200,22 +2204,34 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           continue;
         }
       }
-      if (!apply(std::move(op))) return false;
+      if (!apply(std::move(op))) return std::nullopt;
     }
-    return dropped.empty();
-  };
-  if (!lift(false) && !lift(true)) return std::nullopt;
-  auto same = [&](const DistType& a, const DistType& b) {
-    return a.dims == b.dims && PartialInMeshOrder(mesh, a) == PartialInMeshOrder(mesh, b);
-  };
-  if (!same(current, to)) {
+    if (where == Reduce::kLast && !reduce_dropped()) return std::nullopt;
+    if (!dropped.empty()) return std::nullopt;
+    const bool same = current.dims == to.dims &&
+                      PartialInMeshOrder(mesh, current) == PartialInMeshOrder(mesh, to);
     const bool free_result =
         !lifted.empty() && (lifted.back().op.kind == CollectiveKind::kCollectivePermute ||
                             lifted.back().op.kind == CollectiveKind::kAllToAllV);
-    if (!free_result) lifted.push_back(Step{Collective::Permute({}), current});
+    if (!same && !free_result) lifted.push_back(Step{Collective::Permute({}), current});
+    if (!lifted.empty()) lifted.back().type = to;
+    return lifted;
+  };
+  // From `from` itself, else (a size-1 axis of `from` between pieces a step moves as one)
+  // from `from` without its size-1 dimension axes, after a permute without pairs.
+  DistType bare = from;
+  for (Dim& dim : bare.dims) {
+    std::erase_if(dim.axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
   }
-  if (!lifted.empty()) lifted.back().type = to;
-  return lifted;
+  bare = Canonicalize(mesh, bare);  // Pieces the size-1 axes kept apart merge.
+  for (const DistType* start : {&from, static_cast<const DistType*>(&bare)}) {
+    if (std::optional<std::vector<Step>> joined = lift(*start, Reduce::kJoin)) return joined;
+    std::optional<std::vector<Step>> first = lift(*start, Reduce::kFirst);
+    std::optional<std::vector<Step>> last = lift(*start, Reduce::kLast);
+    if (last && (!first || last->size() < first->size())) return last;
+    if (first) return first;
+  }
+  return std::nullopt;
 }
 
 // The plan for `from` -> `to` on `mesh`, synthesized on `stripped` and lifted (LiftSizeOne),
@@ -2227,7 +2243,18 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
   on_stripped.cost_model = stripped.model;
   absl::StatusOr<Plan> plan =
       SynthesizeUnchecked(stripped.mesh, stripped.from, stripped.to, on_stripped, unproven);
-  if (!plan.ok()) return plan;
+  if (absl::IsInvalidArgument(plan.status())) {
+    // Inputs it rejects (element types or shapes differ, ...): as the user wrote them.
+    if (unproven != nullptr) *unproven = false;
+    return SynthesizeUnchecked(mesh, from, to, options, unproven);
+  }
+  if (!plan.ok()) {
+    // A search gave up or found no plan; its message may print the types without their
+    // size-1 axes: say where it ran.
+    return absl::Status(plan.status().code(),
+                        absl::StrCat(plan.status().message(), " (synthesized on ",
+                                     stripped.mesh.ToString(), ", the mesh without its size-1 axes)"));
+  }
   Plan lifted;
   lifted.mesh = mesh;
   lifted.source = from;
@@ -2254,9 +2281,19 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
                     options.strategy == Strategy::kDirect || options.strategy == Strategy::kAuto;
   const bool size_one = std::any_of(mesh.axes().begin(), mesh.axes().end(),
                                     [](const MeshAxis& axis) { return axis.size == 1; });
+  // The checks that must see the size-1 axes (CheckReshardable compares partial axes by
+  // name, and pieces would need refining first: the synthesis on the stripped mesh checks the
+  // rest, with messages that name no type).
+  auto strippable = [&] {
+    if (!ValidateEnds(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok()) {
+      return false;
+    }
+    return std::none_of(to.partial.begin(), to.partial.end(), [&](const std::string& axis) {
+      return IsSizeOne(mesh, axis) && AxisUse(from, axis) != kPartial;
+    });
+  };
   std::optional<SizeOneStripped> stripped;
-  if (ours && size_one && CheckReshardable(mesh, from, to).ok() &&
-      CheckCostModel(mesh, options.cost_model).ok()) {
+  if (ours && size_one && strippable()) {
     stripped = StripSizeOne(mesh, from, to, options.cost_model);
   }
   if (!stripped) return SynthesizeUnchecked(mesh, from, to, options, unproven);
