@@ -416,10 +416,11 @@ TEST(OptimalityTest, SizeOneAxesAreLeftOutOfTheSearch) {
   }
 }
 
-TEST(OptimalityTest, SizeOneAxisBetweenPiecesIsSynthesizedOnTheFullMesh) {
+TEST(OptimalityTest, SizeOneAxisBetweenPiecesIsDroppedFirst) {
   // Without u the source's x pieces merge into x, which the stripped plan moves with one
   // all_to_all; on the full mesh u sits between the pieces, so that step does not fit the
-  // source and lifting gives up: the plan is synthesized on the mesh as given instead.
+  // source. A permute without pairs drops u first (it fell back to synthesizing on the full
+  // mesh, whose plans could be costlier and were unproven).
   Mesh mesh = M("x=4,u=1,y=2");
   const DistType from = T(mesh, "f32[16{x:(1)2,u,x:(2)2},4]"), to = T(mesh, "f32[16,4{x}]");
   Mesh stripped = M("x=4,y=2");
@@ -435,7 +436,28 @@ TEST(OptimalityTest, SizeOneAxisBetweenPiecesIsSynthesizedOnTheFullMesh) {
         Synthesize(stripped, T(stripped, "f32[16{x},4]"), T(stripped, "f32[16,4{x}]"), options);
     ASSERT_TRUE(without.ok()) << without.status();
     EXPECT_EQ(plan->metrics.cost_us, without->metrics.cost_us);
+    EXPECT_EQ(plan->metrics.bytes_received_total, without->metrics.bytes_received_total);
+    ASSERT_EQ(plan->steps.size(), without->steps.size() + 1);
+    EXPECT_EQ(plan->steps.front().op, Collective::Permute({}));
+    if (strategy == Strategy::kOptimal) {
+      EXPECT_EQ(plan->optimality, Optimality::kProven);
+    }
   }
+}
+
+TEST(OptimalityTest, DroppedSizeOnePartialAxisIsScatteredLast) {
+  // The stripped plan gathers x and has no reduction to join; y (partial, size 1) then takes
+  // a step of its own. Reduced first it needed a renaming permute at the end as well
+  // (all_reduce y, gathers, permute); scattered last it lands where the target wants it.
+  Mesh mesh = M("x=4,y=1");
+  absl::StatusOr<Plan> plan =
+      Synthesize(mesh, T(mesh, "f16[16{x}] partial{y}"), T(mesh, "f16[16{y}]"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->steps.size(), 3u);
+  EXPECT_EQ(plan->steps.back().op, Collective::ReduceScatter({"y"}, 0));
+  absl::StatusOr<RunReport> report = RunPlan(*plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
 }
 
 TEST(SubAxisSynthesisTest, ReductionsOverCompositeAxesAreChainsAtOptimalsCost) {
