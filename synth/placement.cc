@@ -691,16 +691,16 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     const int64_t fixed_cost = FixedTuplesCost(used, rank, fixed_tuples);
     const int64_t by_dimension = ByDimensionCost(split);
     walk = by_dimension < std::min(walked, fixed_cost) ? LackingWalk::kByDimension
-           : fixed_cost >= walked                       ? LackingWalk::kEveryTuple
-                                                        : LackingWalk::kFixedTuples;
+           : fixed_cost >= walked                      ? LackingWalk::kEveryTuple
+                                                       : LackingWalk::kFixedTuples;
   }
   if (walk == LackingWalk::kEveryTuple) {
     return WalkUsedAxes(used, devices, devices / walked, from_local, to_local, target_elements,
                         need_total);
   }
   if (walk == LackingWalk::kByDimension) {
-    return WalkByDimension(split, devices, devices / walked, from_local, to_local,
-                           target_elements, need_total);
+    return WalkByDimension(split, devices, devices / walked, from_local, to_local, target_elements,
+                           need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,

@@ -2125,12 +2125,13 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
 // all_slice or reduce_scatter that builds their dimension of `to` (WithTargetSizeOne). The
 // partial ones `to` drops join the first reduction (at the end of a reduce_scatter's axes,
 // unless `to` wants them among them); without one, reduce_scatters where `to` wants them and
-// an all_reduce over the rest come first or last, whichever takes fewer steps. The last step, when it is a permute or all_to_all_v (whose result type is free),
-// ends at `to`; else, where the size-1 axes still differ from `to`'s, a permute without pairs
-// renames them. Where a step does not fit `from` (a size-1 axis between pieces of an axis that
-// the stripped plan moves as one), a permute without pairs first drops the size-1 axes from
-// `from`'s dimensions. Requires valid types and no size-1 axis partial in `to` only. Nothing
-// when no form fits: the caller then synthesizes on `mesh` itself.
+// an all_reduce over the rest come first or last, whichever takes fewer steps. The last step, when
+// it is a permute or all_to_all_v (whose result type is free), ends at `to`; else, where the size-1
+// axes still differ from `to`'s, a permute without pairs renames them. Where a step does not fit
+// `from` (a size-1 axis between pieces of an axis that the stripped plan moves as one), a permute
+// without pairs first drops the size-1 axes from `from`'s dimensions. Requires valid types and no
+// size-1 axis partial in `to` only. Nothing when no form fits: the caller then synthesizes on
+// `mesh` itself.
 std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const std::vector<Step>& steps) {
   std::vector<std::string> all_dropped;  // Partial size-1 axes of `from` that `to` drops.
@@ -2251,9 +2252,10 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
   if (!plan.ok()) {
     // A search gave up or found no plan; its message may print the types without their
     // size-1 axes: say where it ran.
-    return absl::Status(plan.status().code(),
-                        absl::StrCat(plan.status().message(), " (synthesized on ",
-                                     stripped.mesh.ToString(), ", the mesh without its size-1 axes)"));
+    return absl::Status(
+        plan.status().code(),
+        absl::StrCat(plan.status().message(), " (synthesized on ", stripped.mesh.ToString(),
+                     ", the mesh without its size-1 axes)"));
   }
   Plan lifted;
   lifted.mesh = mesh;

@@ -421,8 +421,8 @@ TEST(OptimalityTest, SizeOneAxesAreLeftOutOfTheSearch) {
   for (Strategy strategy : {Strategy::kOptimal, Strategy::kNormal}) {
     std::vector<Step> steps;
     auto [lifted, stripped] =
-        ExpectLiftedLikeStripped("x=1,y=1,z=6,w=8", "i8[24{z},2{x}]", "i8[24{y,w},2{x}]",
-                                 "z=6,w=8", "i8[24{z},2]", "i8[24{w},2]", strategy, &steps);
+        ExpectLiftedLikeStripped("x=1,y=1,z=6,w=8", "i8[24{z},2{x}]", "i8[24{y,w},2{x}]", "z=6,w=8",
+                                 "i8[24{z},2]", "i8[24{w},2]", strategy, &steps);
     // The slice of w's major piece lands behind z, which `to`'s dimension does not hold (the
     // permute after it moves z away), so y comes in by a renaming permute at the end.
     ASSERT_EQ(lifted, stripped + 1);
@@ -437,9 +437,9 @@ TEST(OptimalityTest, SizeOneAxisBetweenPiecesIsDroppedFirst) {
   // mesh, whose plans could be costlier and were unproven).
   for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal}) {
     std::vector<Step> steps;
-    auto [lifted, stripped] = ExpectLiftedLikeStripped(
-        "x=4,u=1,y=2", "f32[16{x:(1)2,u,x:(2)2},4]", "f32[16,4{x}]", "x=4,y=2", "f32[16{x},4]",
-        "f32[16,4{x}]", strategy, &steps);
+    auto [lifted, stripped] =
+        ExpectLiftedLikeStripped("x=4,u=1,y=2", "f32[16{x:(1)2,u,x:(2)2},4]", "f32[16,4{x}]",
+                                 "x=4,y=2", "f32[16{x},4]", "f32[16,4{x}]", strategy, &steps);
     ASSERT_EQ(lifted, stripped + 1);
     EXPECT_EQ(steps.front().op, Collective::Permute({}));
   }
