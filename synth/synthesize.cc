@@ -2142,6 +2142,11 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
   // none) in steps of their own first or last; last, a reduce_scatter can put them where `to`
   // wants them, sparing the renaming permute.
   enum class Reduce { kJoin, kFirst, kLast };
+  std::vector<bool> all_reduce_follows(steps.size(), false);  // After step k.
+  for (size_t k = steps.size(); k > 1; --k) {
+    all_reduce_follows[k - 2] =
+        all_reduce_follows[k - 1] || steps[k - 1].op.kind == CollectiveKind::kAllReduce;
+  }
   auto lift = [&](const DistType& start, Reduce where) -> std::optional<std::vector<Step>> {
     std::vector<Step> lifted;
     if (start != from) lifted.push_back(Step{Collective::Permute({}), start});
@@ -2165,7 +2170,8 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
       return dropped.empty() || apply(Collective::AllReduce(dropped));
     };
     if (where == Reduce::kFirst && !reduce_dropped()) return std::nullopt;
-    for (const Step& step : steps) {
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const Step& step = steps[k];
       Collective op = step.op;
       switch (op.kind) {
         case CollectiveKind::kAllGather:
@@ -2185,9 +2191,12 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
         case CollectiveKind::kReduceScatter:
           op.mesh_axes = WithTargetSizeOne(mesh, current, to, static_cast<int>(op.dim),
                                            op.mesh_axes, /*reduces=*/true);
-          // The other dropped axes too (rather than a step of their own), at the end.
-          for (const std::string& axis : dropped) {
-            if (!Contains(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
+          // The other dropped axes too (rather than a step of their own), at the end, unless
+          // an all_reduce follows, which takes them without putting them in a dimension.
+          if (!all_reduce_follows[k]) {
+            for (const std::string& axis : dropped) {
+              if (!Contains(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
+            }
           }
           break;
         case CollectiveKind::kAllReduce:
@@ -2195,10 +2204,17 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           break;
         case CollectiveKind::kCollectivePermute:
         case CollectiveKind::kAllToAllV: {
-          // Same blocks as the stripped result; the partial axes a permute must keep.
+          // Same blocks as the stripped result; the partial axes a permute must keep; `to`'s
+          // size-1 axes where its dimensions so far agree with `to`'s (WithTargetSizeOne).
           DistType out = step.type;
           for (const std::string& axis : current.partial) {
             if (IsSizeOne(mesh, axis)) out.partial.push_back(axis);
+          }
+          for (int i = 0; i < out.rank(); ++i) {
+            DistType others = out;
+            others.dims[i].axes.clear();
+            out.dims[i].axes =
+                WithTargetSizeOne(mesh, others, to, i, out.dims[i].axes, /*reduces=*/false);
           }
           current = out;
           lifted.push_back(Step{std::move(op), std::move(out)});
