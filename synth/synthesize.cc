@@ -2124,14 +2124,15 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
 // along: a gather or all_to_all takes those inside the suffix it moves. Those of `to` join the
 // all_slice or reduce_scatter that builds their dimension of `to` (WithTargetSizeOne). The
 // partial ones `to` drops join the first reduction (at the end of a reduce_scatter's axes,
-// unless `to` wants them among them); without one, reduce_scatters where `to` wants them and
-// an all_reduce over the rest come first or last, whichever takes fewer steps. The last step, when
-// it is a permute or all_to_all_v (whose result type is free), ends at `to`; else, where the size-1
-// axes still differ from `to`'s, a permute without pairs renames them. Where a step does not fit
-// `from` (a size-1 axis between pieces of an axis that the stripped plan moves as one), a permute
-// without pairs first drops the size-1 axes from `from`'s dimensions. Requires valid types and no
-// size-1 axis partial in `to` only. Nothing when no form fits: the caller then synthesizes on
-// `mesh` itself.
+// unless `to` wants them among them or an all_reduce follows); without one, reduce_scatters
+// where `to` wants them and an all_reduce over the rest come first or last, whichever takes
+// fewer steps. A permute or all_to_all_v puts `to`'s size-1 axes where its result's dimensions
+// agree with `to`'s so far. The last step, when it is a permute or all_to_all_v (whose result
+// type is free), ends at `to`; else, where the size-1 axes still differ from `to`'s, a permute
+// without pairs renames them. Where a step does not fit `from` (a size-1 axis between pieces of
+// an axis that the stripped plan moves as one), a permute without pairs first drops the size-1
+// axes from `from`'s dimensions. Requires valid types and no size-1 axis partial in `to` only.
+// Nothing when no form fits: the caller then synthesizes on `mesh` itself.
 std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const std::vector<Step>& steps) {
   std::vector<std::string> all_dropped;  // Partial size-1 axes of `from` that `to` drops.
