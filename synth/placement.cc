@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -686,10 +687,16 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     used.push_back(WalkedAxis{i, j, sizes[a], i < 0 ? 0 : from_roles[a].weight * from_local[i],
                               j < 0 ? 0 : to_roles[a].weight * to_local[j]});
   }
-  const DimensionSplit split = SplitByDimension(used, rank);
+  // Splitting by dimension has a fixed cost that small walks do not repay.
+  constexpr int64_t kByDimensionMinTuples = 256;
+  std::optional<DimensionSplit> split;
+  if (walk == LackingWalk::kByDimension ||
+      (walk == LackingWalk::kCheaper && walked >= kByDimensionMinTuples)) {
+    split = SplitByDimension(used, rank);
+  }
   if (walk == LackingWalk::kCheaper) {
     const int64_t fixed_cost = FixedTuplesCost(used, rank, fixed_tuples);
-    const int64_t by_dimension = ByDimensionCost(split);
+    const int64_t by_dimension = split ? ByDimensionCost(*split) : walked;
     walk = by_dimension < std::min(walked, fixed_cost) ? LackingWalk::kByDimension
            : fixed_cost >= walked                      ? LackingWalk::kEveryTuple
                                                        : LackingWalk::kFixedTuples;
@@ -699,8 +706,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                         need_total);
   }
   if (walk == LackingWalk::kByDimension) {
-    return WalkByDimension(split, devices, devices / walked, from_local, to_local, target_elements,
-                           need_total);
+    return WalkByDimension(*split, devices, devices / walked, from_local, to_local,
+                           target_elements, need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,
