@@ -706,8 +706,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                         need_total);
   }
   if (walk == LackingWalk::kByDimension) {
-    return WalkByDimension(*split, devices, devices / walked, from_local, to_local,
-                           target_elements, need_total);
+    return WalkByDimension(*split, devices, devices / walked, from_local, to_local, target_elements,
+                           need_total);
   }
   // The axes that split a dimension in both types get fixed coordinates (slots in `coords`);
   // the others are free digits of their dimension. Per dimension and type: the (offset step,
