@@ -81,15 +81,6 @@ RandomCase Draw(int64_t seed) {
   return c;
 }
 
-// `model` restricted to the axes of `mesh` (CheckCostModel rejects entries for others).
-CostModel OnMesh(const CostModel& model, const Mesh& mesh) {
-  CostModel restricted(model.default_cost());
-  for (const auto& [name, cost] : model.overrides()) {
-    if (mesh.HasAxis(name)) restricted.SetAxis(name, cost);
-  }
-  return restricted;
-}
-
 int Run(int64_t cases, int64_t seed, int show, const CostModel& model) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
@@ -107,7 +98,7 @@ int Run(int64_t cases, int64_t seed, int show, const CostModel& model) {
       continue;
     }
     SynthesisOptions options;
-    options.cost_model = OnMesh(model, *mesh);
+    options.cost_model = model.OnAxesOf(*mesh);
     absl::StatusOr<Plan> normal = Synthesize(*mesh, *from, *to, options);
     options.strategy = Strategy::kOptimal;
     options.max_states = 200000;

@@ -1985,12 +1985,14 @@ bool IsSizeOne(const Mesh& mesh, const std::string& axis) {
   return !IsSubAxisRef(axis) && mesh.AxisSize(axis) == 1;
 }
 
-DistType WithoutSizeOne(const Mesh& mesh, DistType type) {
+// `type` without its size-1 axes: in its dimensions, and in its partial list unless
+// `keep_partial` (a permute must keep those).
+DistType WithoutSizeOne(const Mesh& mesh, DistType type, bool keep_partial = false) {
   auto drop = [&](std::vector<std::string>& axes) {
     std::erase_if(axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
   };
   for (Dim& dim : type.dims) drop(dim.axes);
-  drop(type.partial);
+  if (!keep_partial) drop(type.partial);
   return type;
 }
 
@@ -2004,10 +2006,7 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
   if (kept.size() == mesh.axes().size() || kept.empty()) return std::nullopt;
   absl::StatusOr<Mesh> stripped = Mesh::Create(std::move(kept));
   RESHARD_CHECK(stripped.ok()) << stripped.status();  // A subset of a valid mesh's axes.
-  CostModel kept_model(model.default_cost());
-  for (const auto& [name, cost] : model.overrides()) {
-    if (stripped->HasAxis(name)) kept_model.SetAxis(name, cost);
-  }
+  CostModel kept_model = model.OnAxesOf(*stripped);
   // Canonical there: pieces a size-1 axis kept apart may now merge (x:(1)2,u,x:(2)2 is x),
   // and the synthesis would otherwise keep them apart.
   DistType stripped_from = Canonicalize(*stripped, WithoutSizeOne(mesh, from));
@@ -2143,10 +2142,9 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
   // none) in steps of their own first or last; last, a reduce_scatter can put them where `to`
   // wants them, sparing the renaming permute.
   enum class Reduce { kJoin, kFirst, kLast };
-  std::vector<bool> all_reduce_follows(steps.size(), false);  // After step k.
-  for (size_t k = steps.size(); k > 1; --k) {
-    all_reduce_follows[k - 2] =
-        all_reduce_follows[k - 1] || steps[k - 1].op.kind == CollectiveKind::kAllReduce;
+  size_t last_all_reduce = 0;  // Its index + 1; 0 without one.
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].op.kind == CollectiveKind::kAllReduce) last_all_reduce = k + 1;
   }
   auto lift = [&](const DistType& start, Reduce where) -> std::optional<std::vector<Step>> {
     std::vector<Step> lifted;
@@ -2194,7 +2192,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
                                            op.mesh_axes, /*reduces=*/true);
           // The other dropped axes too (rather than a step of their own), at the end, unless
           // an all_reduce follows, which takes them without putting them in a dimension.
-          if (!all_reduce_follows[k]) {
+          if (last_all_reduce <= k + 1) {
             for (const std::string& axis : dropped) {
               if (!Contains(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
             }
@@ -2237,12 +2235,9 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
   };
   // From `from` itself, else (a size-1 axis of `from` between pieces a step moves as one)
   // from `from` without its size-1 dimension axes, after a permute without pairs.
-  DistType bare = from;
-  for (Dim& dim : bare.dims) {
-    std::erase_if(dim.axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
-  }
-  bare = Canonicalize(mesh, bare);  // Pieces the size-1 axes kept apart merge.
-  for (const DistType* start : {&from, static_cast<const DistType*>(&bare)}) {
+  // Pieces the size-1 axes kept apart merge.
+  const DistType bare = Canonicalize(mesh, WithoutSizeOne(mesh, from, /*keep_partial=*/true));
+  for (const DistType* start : {&from, &bare}) {
     if (std::optional<std::vector<Step>> joined = lift(*start, Reduce::kJoin)) return joined;
     std::optional<std::vector<Step>> first = lift(*start, Reduce::kFirst);
     std::optional<std::vector<Step>> last = lift(*start, Reduce::kLast);
@@ -2259,13 +2254,14 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
                             bool* unproven) {
   SynthesisOptions on_stripped = options;
   on_stripped.cost_model = stripped.model;
-  absl::StatusOr<Plan> plan =
-      SynthesizeUnchecked(stripped.mesh, stripped.from, stripped.to, on_stripped, unproven);
-  if (absl::IsInvalidArgument(plan.status())) {
-    // Inputs it rejects (element types or shapes differ, ...): as the user wrote them.
+  auto on_mesh = [&] {
     if (unproven != nullptr) *unproven = false;
     return SynthesizeUnchecked(mesh, from, to, options, unproven);
-  }
+  };
+  absl::StatusOr<Plan> plan =
+      SynthesizeUnchecked(stripped.mesh, stripped.from, stripped.to, on_stripped, unproven);
+  // Inputs it rejects (element types or shapes differ, ...): as the user wrote them.
+  if (absl::IsInvalidArgument(plan.status())) return on_mesh();
   if (!plan.ok()) {
     // A search gave up or found no plan; its message may print the types without their
     // size-1 axes: say where it ran.
@@ -2280,10 +2276,7 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
   lifted.target = to;
   lifted.strategy = std::move(plan->strategy);
   std::optional<std::vector<Step>> steps = LiftSizeOne(mesh, from, to, plan->steps);
-  if (!steps) {
-    if (unproven != nullptr) *unproven = false;
-    return SynthesizeUnchecked(mesh, from, to, options, unproven);
-  }
+  if (!steps) return on_mesh();
   lifted.steps = *std::move(steps);
   lifted.cost_model = options.cost_model;
   lifted.metrics = ComputeMetrics(mesh, from, lifted.steps, lifted.cost_model);

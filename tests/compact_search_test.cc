@@ -710,10 +710,7 @@ TEST(SearchBounds, HeuristicKeepsTheOptimumUnderSkewedModels) {
   int compared = 0, crossing = 0;
   for (int iter = 0; iter < 3000 && compared < 300; ++iter) {
     const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
-    CostModel model;
-    for (const auto& [name, cost] : models[rng() % 2].overrides()) {
-      if (mesh.HasAxis(name)) model.SetAxis(name, cost);
-    }
+    const CostModel model = models[rng() % 2].OnAxesOf(mesh);
     const std::vector<int64_t> dims = RandomDims(rng, 3, sizes);
     std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 2 == 0, nullptr);
     if (!from) continue;

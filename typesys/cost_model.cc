@@ -77,6 +77,14 @@ double AllToAllVCostUs(const CostModel& model, const Mesh& mesh, const DistType&
 
 }  // namespace
 
+CostModel CostModel::OnAxesOf(const Mesh& mesh) const {
+  CostModel restricted(default_);
+  for (const auto& [name, cost] : axes_) {
+    if (mesh.HasAxis(name)) restricted.SetAxis(name, cost);
+  }
+  return restricted;
+}
+
 void CostModel::SetAxis(std::string name, AxisCost cost) {
   RESHARD_CHECK(cost.alpha_us >= 0 && cost.gbps > 0) << "invalid axis cost for " << name;
   for (auto& [axis, c] : axes_) {

@@ -73,6 +73,9 @@ class CostModel {
 
   AxisCost default_cost() const { return default_; }
   const std::vector<std::pair<std::string, AxisCost>>& overrides() const { return axes_; }
+  // This model without the entries for axes `mesh` lacks (CheckCostModel rejects those), e.g.
+  // one model for meshes of different axes, or a mesh without its size-1 axes.
+  CostModel OnAxesOf(const Mesh& mesh) const;
 
   // The cost of one axis (the default when it has no entry).
   AxisCost Axis(std::string_view name) const;

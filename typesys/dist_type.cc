@@ -32,19 +32,18 @@ constexpr ElementInfo kElements[] = {
     {ElementType::kI64, "i64", 8},
 };
 
-bool IsKnown(ElementType type) {
+// Nothing for a value outside the enum (a caller's cast).
+const ElementInfo* Find(ElementType type) {
   for (const ElementInfo& info : kElements) {
-    if (info.type == type) return true;
+    if (info.type == type) return &info;
   }
-  return false;
+  return nullptr;
 }
 
 const ElementInfo& Info(ElementType type) {
-  for (const ElementInfo& info : kElements) {
-    if (info.type == type) return info;
-  }
-  RESHARD_CHECK(false) << "unknown element type";
-  return kElements[0];
+  const ElementInfo* info = Find(type);
+  RESHARD_CHECK(info != nullptr) << "unknown element type";
+  return *info;
 }
 
 // A recursive-descent reader over the type text. Every error names the character offset so a
@@ -207,7 +206,7 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
   // A default-constructed Mesh (the placeholder) has no axes and no devices.
   if (mesh.num_axes() == 0) return absl::InvalidArgumentError("the mesh has no axes");
   // Checked before anything prints the type: its name is looked up from the value.
-  if (!IsKnown(type.element_type)) {
+  if (Find(type.element_type) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("element type value ",
                                                    static_cast<int>(type.element_type),
                                                    " is not a member of ElementType"));
