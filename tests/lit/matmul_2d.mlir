@@ -9,9 +9,8 @@
 mesh.mesh @mesh(shape = 2x4)
 // CHECK-LABEL: func.func @mlp
 // CHECK-SAME: (%{{.*}}: tensor<2x8xf32>, %{{.*}}: tensor<4x32xf32>, %{{.*}}: tensor<4x8xf32>, %{{.*}}: tensor<8x4xf32>, %{{.*}}: tensor<4x8xf32>) -> tensor<1x32xf32>
-// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0] split_axis = 0 concat_axis = 1 : tensor<2x8xf32> -> tensor<1x16xf32>
-// CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh source_target_pairs = {{\[}}[1, 2], [2, 4], [3, 6], [4, 1], [5, 3], [6, 5]] : tensor<1x16xf32> -> tensor<1x16xf32>
-// CHECK-NEXT: %{{.*}} = mesh.all_gather %{{.*}} on @mesh mesh_axes = [1] gather_axis = 0 : tensor<1x16xf32> -> tensor<4x16xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_gather %{{.*}} on @mesh mesh_axes = [1] gather_axis = 0 : tensor<2x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x8xf32> -> tensor<4x16xf32>
 // CHECK-NEXT: %{{.*}} = mesh.all_to_all %{{.*}} on @mesh mesh_axes = [1] split_axis = 1 concat_axis = 0 : tensor<4x32xf32> -> tensor<16x8xf32>
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<16x8xf32>) outs(%{{.*}} : tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh source_target_pairs = {{\[}}[1, 4], [2, 1], [3, 5], [4, 2], [5, 6], [6, 3]] : tensor<8x4xf32> -> tensor<8x4xf32>
