@@ -677,35 +677,46 @@ std::optional<Candidate> GatherFirst(const Mesh& mesh, const DistType& from, con
 
 // `c` with its all_reduce (the partial axes R of `from` that `to` neither keeps nor splits)
 // split around the middle: the descent reduce_scatters R onto a dimension of x, the middle
-// moves the smaller buffer, and the ascent gathers R back from a dimension of y (the one of
-// largest local size R's group divides). R goes to a dimension of x that leaves x's local
-// shape equal to y's, where there is one (the middle can then be one permute: x=4,y=4,
-// [96,96{x}] partial{y} -> [96{x},96] 25.2 instead of 35.2 µs), else to y's gather dimension
-// when R's group divides it in x, else to x's largest such. An all_reduce is a reduce_scatter
-// plus an all_gather of the same bytes, and the middle between them then moves 1/|R| of the
-// data, e.g. x=4,y=2,z=2: [192,192{x},768{y}] partial{z} -> [192,192{y},768{x}] 227 instead
-// of 374 µs. nullopt without such axes or without a dimension their group divides.
-std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& from,
-                                                const DistType& to, const Candidate& c) {
-  if (!c.late.empty()) return std::nullopt;
+// moves the smaller buffer, and the ascent gathers R back from a dimension of y. An
+// all_reduce is a reduce_scatter plus an all_gather of the same bytes, and the middle between
+// them then moves 1/|R| of the data, e.g. x=4,y=2,z=2: [192,192{x},768{y}] partial{z} ->
+// [192,192{y},768{x}] 227 instead of 374 µs. Without `others`, the one split the candidates
+// try first: R is gathered from y's dimension of largest local size R's group divides, and
+// scattered onto a dimension of x that leaves x's local shape equal to y's, where there is
+// one (the middle can then be one permute: x=4,y=4, [96,96{x}] partial{y} -> [96{x},96] 25.2
+// instead of 35.2 µs), else onto the gather dimension when R's group divides it in x, else
+// onto x's largest such. With `others`, every other pair of dimensions R's group divides
+// (gathered from one of y, scattered onto one of x), tried after all first splits: which
+// pair lets the middle move least is not local (x=4,y=4: [48,96,96{y}] partial{x} ->
+// [48{y},96,96] scatters onto dimension 0 and gathers from dimension 2 around one permute,
+// 32.7 µs, where the first split's all_to_all gave 38.8). Empty without such axes or
+// dimensions.
+std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& from,
+                                              const DistType& to, const Candidate& c, bool others) {
+  if (!c.late.empty()) return {};
   DistType x = from;
   for (const Append& a : c.descent) {
     x.dims[a.dim].axes.push_back(a.axis);
     if (a.scatter) std::erase(x.partial, a.axis);
   }
   const std::vector<std::string> reduce = ToReduce(mesh, x, to);
-  if (reduce.empty()) return std::nullopt;
+  if (reduce.empty()) return {};
   const int64_t group = mesh.GroupSize(reduce);
-  if (group == 1) return std::nullopt;
+  if (group == 1) return {};
   const std::optional<int> gather_dim = PickDim(mesh, c.y, group, {});
-  if (!gather_dim) return std::nullopt;
-  Candidate split;
-  split.y = c.y;
-  std::vector<std::string>& axes = split.y.dims[*gather_dim].axes;
-  axes.insert(axes.end(), reduce.begin(), reduce.end());
-  std::vector<int> preferred;
+  if (!gather_dim) return {};
+  auto split = [&](int gather, int scatter) {
+    Candidate out;
+    out.y = c.y;
+    std::vector<std::string>& axes = out.y.dims[gather].axes;
+    axes.insert(axes.end(), reduce.begin(), reduce.end());
+    out.descent = c.descent;
+    for (const std::string& axis : reduce) out.descent.push_back(Append{axis, scatter, true});
+    return out;
+  };
   const std::vector<int64_t> have = LocalShape(mesh, x);
-  const std::vector<int64_t> want = LocalShape(mesh, split.y);
+  std::vector<int> preferred;
+  const std::vector<int64_t> want = LocalShape(mesh, split(*gather_dim, 0).y);
   for (int d = 0; d < x.rank(); ++d) {
     bool fits = have[d] % group == 0;
     for (int e = 0; fits && e < x.rank(); ++e) {
@@ -715,10 +726,18 @@ std::optional<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType
   }
   preferred.push_back(*gather_dim);
   const std::optional<int> scatter_dim = PickDim(mesh, x, group, preferred);
-  if (!scatter_dim) return std::nullopt;
-  split.descent = c.descent;
-  for (const std::string& axis : reduce) split.descent.push_back(Append{axis, *scatter_dim, true});
-  return split;
+  if (!scatter_dim) return {};
+  if (!others) return {split(*gather_dim, *scatter_dim)};
+  std::vector<Candidate> out;
+  for (int gather = 0; gather < c.y.rank(); ++gather) {
+    if (LocalDimSize(mesh, c.y.dims[gather]) % group != 0) continue;
+    for (int scatter = 0; scatter < x.rank(); ++scatter) {
+      if (have[scatter] % group != 0) continue;
+      if (gather == *gather_dim && scatter == *scatter_dim) continue;
+      out.push_back(split(gather, scatter));
+    }
+  }
+  return out;
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
@@ -788,8 +807,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   }
   // And with its all_reduce split around the middle.
   for (size_t i = 0; i < plain; ++i) {
-    if (std::optional<Candidate> c = WithScatteredReduction(mesh, from, to, candidates[i])) {
-      candidates.push_back(*std::move(c));
+    for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], false)) {
+      candidates.push_back(std::move(c));
+    }
+  }
+  // Then with it split between the other dimensions, after every candidate above.
+  for (size_t i = 0; i < plain; ++i) {
+    for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], true)) {
+      add(c.descent, c.y);
     }
   }
   if (std::optional<Candidate> c = GatherFirst(mesh, from, to)) {
