@@ -1556,8 +1556,10 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       continue;
     }
     // An all_reduce scatters the most major pieces whose group divides some dimension's local
-    // size (that of the largest such dimension), all_reduces the rest as one group, and
-    // gathers back: all of them when one dimension takes the whole group.
+    // size (that of the largest such dimension), all_reduces the rest, and gathers back: all
+    // of them when one dimension takes the whole group. The rest is all_reduced as one group
+    // or piece by piece, whichever costs less: a ring over k devices pays 2(k-1) latencies,
+    // so pieces of 2 and 2 pay 4 where one group of 4 pays 6 (for twice the bytes of half).
     size_t scattered = pieces.size();
     int dim = static_cast<int>(op.dim);
     if (op.kind == CollectiveKind::kAllReduce) {
@@ -1568,32 +1570,44 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
         if (reduce_dim) break;
         k /= mesh.GroupSize(pieces[scattered - 1]);
       }
-      if (!reduce_dim) {
-        out.push_back(step);
-        current = step.type;
-        continue;
+      dim = reduce_dim.value_or(0);  // Unused when nothing is scattered.
+    }
+    auto chain = [&](bool one_group) {
+      StepBuilder builder(mesh, current);
+      if (op.kind != CollectiveKind::kAllGather) {
+        for (size_t p = 0; p < scattered; ++p) {
+          builder.Apply(Collective::ReduceScatter(pieces[p], dim));
+        }
       }
-      dim = *reduce_dim;
-    }
-    StepBuilder chain(mesh, current);
-    if (op.kind != CollectiveKind::kAllGather) {
-      for (size_t p = 0; p < scattered; ++p) chain.Apply(Collective::ReduceScatter(pieces[p], dim));
-    }
-    if (scattered < pieces.size()) {
-      std::vector<std::string> rest;
-      for (size_t p = scattered; p < pieces.size(); ++p) {
-        rest.insert(rest.end(), pieces[p].begin(), pieces[p].end());
+      if (one_group && scattered < pieces.size()) {
+        std::vector<std::string> rest;
+        for (size_t p = scattered; p < pieces.size(); ++p) {
+          rest.insert(rest.end(), pieces[p].begin(), pieces[p].end());
+        }
+        builder.Apply(Collective::AllReduce(rest));
       }
-      chain.Apply(Collective::AllReduce(rest));
-    }
-    if (op.kind != CollectiveKind::kReduceScatter) {
-      for (size_t p = scattered; p-- > 0;) chain.Apply(Collective::AllGather(pieces[p], dim));
-    }
-    RESHARD_CHECK(chain.current() == step.type)
-        << ToString(op) << " split ends at " << ToString(chain.current());
+      for (size_t p = scattered; !one_group && p < pieces.size(); ++p) {
+        builder.Apply(Collective::AllReduce(pieces[p]));
+      }
+      if (op.kind != CollectiveKind::kReduceScatter) {
+        for (size_t p = scattered; p-- > 0;) builder.Apply(Collective::AllGather(pieces[p], dim));
+      }
+      RESHARD_CHECK(builder.current() == step.type)
+          << ToString(op) << " split ends at " << ToString(builder.current());
+      return std::move(builder.steps());
+    };
     std::vector<Step> chosen = {step};
-    if (CostUs(mesh, current, chain.steps(), model) < CostUs(mesh, current, chosen, model)) {
-      chosen = std::move(chain.steps());
+    double chosen_us = CostUs(mesh, current, chosen, model);
+    // One group with nothing scattered is `step`; piece by piece with at most one piece left
+    // is one group.
+    for (bool one_group : {true, false}) {
+      if (one_group ? scattered == 0 : pieces.size() - scattered < 2) continue;
+      std::vector<Step> steps = chain(one_group);
+      const double us = CostUs(mesh, current, steps, model);
+      if (us < chosen_us) {
+        chosen = std::move(steps);
+        chosen_us = us;
+      }
     }
     if (op.kind == CollectiveKind::kAllGather) {
       append_gathers(std::move(chosen));
