@@ -737,6 +737,45 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
       out.push_back(split(gather, scatter));
     }
   }
+  // And R's axes gathered from several dimensions of y, where that makes y's local shape
+  // x's, so that the middle is one permute.
+  const std::vector<int64_t> y_local = LocalShape(mesh, c.y);
+  std::vector<int> where(reduce.size());
+  for (int scatter = 0; scatter < x.rank(); ++scatter) {
+    if (have[scatter] % group != 0) continue;
+    std::vector<int64_t> left = y_local;  // y's local sizes with the axes placed so far.
+    std::vector<int64_t> goal = have;
+    goal[scatter] /= group;
+    // Places reduce[i..] (depth-first, dimensions in order).
+    auto place = [&](auto& self, size_t i) -> void {
+      if (i == reduce.size()) {
+        if (left != goal ||
+            std::all_of(where.begin(), where.end(), [&](int d) { return d == where[0]; })) {
+          return;
+        }
+        Candidate spread;
+        spread.y = c.y;
+        for (size_t k = 0; k < reduce.size(); ++k) {
+          spread.y.dims[where[k]].axes.push_back(reduce[k]);
+        }
+        spread.descent = c.descent;
+        for (const std::string& axis : reduce) {
+          spread.descent.push_back(Append{axis, scatter, true});
+        }
+        out.push_back(std::move(spread));
+        return;
+      }
+      const int64_t size = mesh.AxisSize(reduce[i]);
+      for (int d = 0; d < c.y.rank(); ++d) {
+        if (left[d] % size != 0 || left[d] / size < goal[d]) continue;
+        where[i] = d;
+        left[d] /= size;
+        self(self, i + 1);
+        left[d] *= size;
+      }
+    };
+    place(place, 0);
+  }
   return out;
 }
 

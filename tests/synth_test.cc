@@ -778,6 +778,17 @@ TEST(NormalTest, SplitReductionTriesOtherDimensions) {
        CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
 }
 
+TEST(NormalTest, SplitReductionGathersFromSeveralDimensions) {
+  // y = 4 (pieces y:(1)2, y:(2)2 on the refinement) scattered onto dimension 0 and gathered
+  // one piece from each dimension: the bottom [6,12] then has the pre-gather type's local
+  // shape, and one permute moves x and z (25.0 µs, optimal's plan). Gathered from one
+  // dimension, the middle needed an all_to_all as well (30.0 µs).
+  ExpectNormalPlan(
+      "x=4,y=4,z=2", "f32[48{z},48{x}] partial{y}", "f32[48{x},48{z}]",
+      {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
+       CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
+}
+
 TEST(NormalTest, MiddleFirstThenSlice) {
   // y only in the target, at the end of its dimension: the all_to_all over x runs at the
   // source's size and y is sliced after it, one alpha. The valleys slice y first and then
