@@ -565,26 +565,43 @@ std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, cons
 // the ascent (appended to y's dimension), so the descent's reductions and the middle act on
 // smaller buffers. The dimension is one the descent leaves alone, whose local size in `from`
 // and in y the helpers' group divides (the largest in `from`); nullopt when there is none.
-std::optional<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
-                                     const std::vector<std::string>& helpers) {
-  if (!c.late.empty()) return std::nullopt;  // Its late slices would follow the helpers.
+std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
+                                   const std::vector<std::string>& helpers, bool others) {
+  if (!c.late.empty()) return {};  // Its late slices would follow the helpers.
   const int64_t group = mesh.GroupSize(helpers);
-  std::optional<int> dim;
-  for (int d = 0; d < from.rank(); ++d) {
+  auto sliceable = [&](int d) {
     const bool touched = std::any_of(c.descent.begin(), c.descent.end(),
                                      [&](const Append& a) { return a.dim == d; });
-    const int64_t local = LocalDimSize(mesh, from.dims[d]);
-    if (touched || local % group != 0 || LocalDimSize(mesh, c.y.dims[d]) % group != 0) continue;
-    if (!dim || local > LocalDimSize(mesh, from.dims[*dim])) dim = d;
+    return !touched && LocalDimSize(mesh, from.dims[d]) % group == 0;
+  };
+  auto gatherable = [&](int d) { return LocalDimSize(mesh, c.y.dims[d]) % group == 0; };
+  std::optional<int> dim;
+  for (int d = 0; d < from.rank(); ++d) {
+    if (!sliceable(d) || !gatherable(d)) continue;
+    if (!dim || LocalDimSize(mesh, from.dims[d]) > LocalDimSize(mesh, from.dims[*dim])) dim = d;
   }
-  if (!dim) return std::nullopt;
-  Candidate helped;
-  for (const std::string& axis : helpers) helped.descent.push_back(Append{axis, *dim, false});
-  helped.descent.insert(helped.descent.end(), c.descent.begin(), c.descent.end());
-  helped.y = c.y;
-  std::vector<std::string>& axes = helped.y.dims[*dim].axes;
-  axes.insert(axes.end(), helpers.begin(), helpers.end());
-  return helped;
+  auto helped = [&](int slice, int gather) {
+    Candidate out;
+    for (const std::string& axis : helpers) out.descent.push_back(Append{axis, slice, false});
+    out.descent.insert(out.descent.end(), c.descent.begin(), c.descent.end());
+    out.y = c.y;
+    std::vector<std::string>& axes = out.y.dims[gather].axes;
+    axes.insert(axes.end(), helpers.begin(), helpers.end());
+    return out;
+  };
+  if (!others) {
+    if (!dim) return {};
+    return {helped(*dim, *dim)};
+  }
+  std::vector<Candidate> out;
+  for (int slice = 0; slice < from.rank(); ++slice) {
+    if (!sliceable(slice)) continue;
+    for (int gather = 0; gather < c.y.rank(); ++gather) {
+      if (!gatherable(gather) || (dim && slice == *dim && gather == *dim)) continue;
+      out.push_back(helped(slice, gather));
+    }
+  }
+  return out;
 }
 
 // The middle first, at `from`'s local size, then slices and scatters: when `to` uses every
@@ -840,8 +857,8 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
   const size_t plain = candidates.size();
   for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
-    if (std::optional<Candidate> c = WithHelpers(mesh, from, candidates[i], helpers)) {
-      candidates.push_back(*std::move(c));
+    for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, false)) {
+      candidates.push_back(std::move(c));
     }
   }
   // And with its all_reduce split around the middle.
@@ -853,6 +870,12 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   // Then with it split between the other dimensions, after every candidate above.
   for (size_t i = 0; i < plain; ++i) {
     for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], true)) {
+      add(c.descent, c.y);
+    }
+  }
+  // And with the helpers sliced onto one dimension and gathered from another.
+  for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
+    for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
       add(c.descent, c.y);
     }
   }

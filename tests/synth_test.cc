@@ -789,6 +789,16 @@ TEST(NormalTest, SplitReductionGathersFromSeveralDimensions) {
        CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
 }
 
+TEST(NormalTest, HelperAxisSlicedOnOneDimensionGatheredFromAnother) {
+  // y, used by neither type, sliced onto dimension 0 and gathered from dimension 2: the
+  // bottom [12,3072,12] and the pre-gather type then have the same local shape, and one
+  // permute swaps x and z (45.4 µs, optimal's plan). Sliced onto and gathered from one
+  // dimension, the middle needed an all_to_all as well (59.2 µs).
+  ExpectNormalPlan(
+      "x=4,y=2,z=2", "f32[48{z},3072,48{x}]", "f32[48{x},3072,48{z}]",
+      {CollectiveKind::kAllSlice, CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather});
+}
+
 TEST(NormalTest, MiddleFirstThenSlice) {
   // y only in the target, at the end of its dimension: the all_to_all over x runs at the
   // source's size and y is sliced after it, one alpha. The valleys slice y first and then
