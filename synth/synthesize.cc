@@ -415,23 +415,25 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
 
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
-                              bool pair_permutes = true);
+                              bool pair_permutes = true, bool light = false);
 
 // `steps` (from `from`) as Synthesize's last rewrite, SplitGroups, would leave them on `mesh`,
 // for ranking plans by what they will cost, without permute pairs. Ranked unsplit, plans that
 // split well lost to plans that split less well: on suite case 60 the Shardy-style plan (325.2
 // µs unsplit, 45.5 as chains) lost to the whole-axis plan (58.5, 54.2 as chains). nullopt when
-// it would change nothing (no step acts on several axes), and under a model whose axes
-// differ, where SplitGroups also looks for gather helpers: ranking by it there cost ~25 % of
-// the skewed 3-axis p99 for a geometric mean normal / optimal of 1.0073x instead of 1.0078x
-// on gap-survey's skewed draws (docs/synthesis.md, "Cost-aware choice").
+// it would change nothing (no step acts on several axes). Under a model whose axes differ
+// only the gathers, scatters and reductions become chains (SplitGroups' light form): pricing
+// all_to_all chains and gather helpers there takes exact permute pricing, which cost ~25 % of
+// the skewed 3-axis p99 (and +11 % of its instructions for the form below: 1.0059x instead
+// of 1.0062x on gap-survey's skewed draws; docs/synthesis.md, "Cost-aware choice").
 std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from,
                                           const std::vector<Step>& steps,
                                           const CostModel& model) {
   const bool groups = std::any_of(steps.begin(), steps.end(),
                                   [](const Step& step) { return step.op.mesh_axes.size() > 1; });
-  if (!groups || !internal::IsUniform(mesh, model)) return std::nullopt;
-  return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false);
+  if (!groups) return std::nullopt;
+  return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false,
+                     /*light=*/!internal::IsUniform(mesh, model));
 }
 
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
@@ -1132,6 +1134,77 @@ std::optional<std::vector<Step>> GatherThenPermute(const Mesh& mesh, const DistT
   return std::move(builder.steps());
 }
 
+// GatherThenPermute's partial forms: each dimension gathers a suffix of its axes whose
+// group divides the factor by which `to`'s local size there exceeds `from`'s (the minor
+// axes, which can be the fast ones), one permute puts `to`'s axes in place with the rest of
+// the factor still split (the most minor axes left that `to` does not use), and the gathers
+// of those end. Under x fast and y slow, x=4,y=8 [3072{y,x}] -> [3072{x}] on the prime-factor
+// refinement gathers x, permutes, and gathers y:(4)2 (12.0 µs, optimal's plan), where the
+// valley permutes and gathers all of y (20.0 µs) and GatherThenPermute gathers y:(4)2 before
+// the permute too. Every choice of suffixes but two: all of each factor gathered first
+// (GatherThenPermute) and nothing gathered first (a valley's shape); at most
+// kMaxPartialGathers plans. Empty when the types sum over different axes or a factor is
+// fractional.
+constexpr size_t kMaxPartialGathers = 16;
+std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const DistType& from,
+                                                     const DistType& to) {
+  if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return {};
+  const std::vector<int64_t> have = LocalShape(mesh, from);
+  const std::vector<int64_t> want = LocalShape(mesh, to);
+  // Per dimension, the suffix lengths whose group divides its factor, shortest first.
+  std::vector<std::vector<size_t>> lengths(from.rank());
+  size_t combinations = 1;
+  for (int i = 0; i < from.rank(); ++i) {
+    if (want[i] % have[i] != 0) return {};
+    const int64_t factor = want[i] / have[i];
+    const std::vector<std::string>& axes = from.dims[i].axes;
+    int64_t group = 1;
+    lengths[i].push_back(0);
+    for (size_t k = axes.size(); k > 0 && factor % (group * mesh.AxisSize(axes[k - 1])) == 0; --k) {
+      group *= mesh.AxisSize(axes[k - 1]);
+      lengths[i].push_back(axes.size() - k + 1);
+    }
+    combinations *= lengths[i].size();
+  }
+  std::vector<std::vector<Step>> plans;
+  for (size_t n = 1; n + 1 < combinations && plans.size() < kMaxPartialGathers; ++n) {
+    StepBuilder builder(mesh, from);
+    DistType y = to;  // `to` with the rest of each factor still split.
+    bool ok = true;
+    size_t code = n;
+    for (int i = 0; ok && i < from.rank(); ++i) {
+      const size_t length = lengths[i][code % lengths[i].size()];
+      code /= lengths[i].size();
+      const std::vector<std::string>& axes = from.dims[i].axes;
+      const size_t first = axes.size() - length;
+      if (length > 0) {
+        builder.Apply(Collective::AllGather(
+            std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
+            i));
+      }
+      int64_t rest = want[i] / LocalDimSize(mesh, builder.current().dims[i]);
+      // The most minor axes left in this dimension that `to` does not use, major first.
+      std::vector<std::string> left;
+      for (size_t k = first; k-- > 0 && rest > 1;) {
+        if (AxisUse(to, axes[k]) != kUnused) continue;
+        const int64_t size = mesh.AxisSize(axes[k]);
+        if (rest % size != 0) break;
+        rest /= size;
+        left.insert(left.begin(), axes[k]);
+      }
+      ok = rest == 1;
+      y.dims[i].axes.insert(y.dims[i].axes.end(), left.begin(), left.end());
+    }
+    if (!ok || !Validate(mesh, y).ok()) continue;
+    if (builder.current() != y) builder.Permute(y);
+    EmitAscent(to, y, builder);
+    if (builder.steps().empty()) continue;
+    builder.steps().back().type = to;  // Partial axes as the caller lists them.
+    plans.push_back(std::move(builder.steps()));
+  }
+  return plans;
+}
+
 // The Shardy-style pass (internal::ShardySteps) as one more candidate of `normal`: valleys
 // place whole axes, while Shardy's slice -> permute -> all_to_all -> gather rounds split the
 // prime-factor refinement's sub-axes over dimensions in ways no valley of that refinement is
@@ -1233,6 +1306,9 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
     }
     if (std::optional<std::vector<Step>> gathered = GatherThenPermute(mesh, from, to)) {
       known.push_back(*std::move(gathered));
+    }
+    for (std::vector<Step>& gathered : GatherPartThenPermute(mesh, from, to)) {
+      known.push_back(std::move(gathered));
     }
   }
   if (incumbent != nullptr) known.push_back(*incumbent);
@@ -1554,10 +1630,12 @@ std::optional<std::vector<Step>> WithGatherHelpers(const Mesh& mesh, const DistT
 // one per piece plus an order-repairing permute where that is cheaper (SplitAllToAll; this one
 // receives more bytes), and consecutive permutes merge into one (AppendPermute).
 // `pair_permutes` false: the permutes it adds or merges keep no pairs (priced from their
-// types, for ranking: AsChains).
+// types, for ranking: AsChains). `light`: all_to_alls and permutes stay as they are and no
+// gather helpers are tried (what needs permutes priced exactly; for ranking under a model
+// whose axes differ: AsChains).
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
-                              bool pair_permutes) {
+                              bool pair_permutes, bool light) {
   std::vector<Step> out;
   DistType current = from;
   // The memory bound of the plans it splits (normal's and optimal's).
@@ -1567,7 +1645,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   // under a uniform model: WithGatherHelpers).
   const bool uniform = internal::IsUniform(mesh, model);
   auto append_gathers = [&](std::vector<Step> gathers) {
-    if (!uniform) {
+    if (!uniform && !light) {
       if (std::optional<std::vector<Step>> helped =
               WithGatherHelpers(mesh, current, gathers, model)) {
         gathers = *std::move(helped);
@@ -1585,7 +1663,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                              op.kind == CollectiveKind::kAllToAll) &&
                             axes.size() > 1;
     if (!splittable) {
-      if (op.kind == CollectiveKind::kCollectivePermute) {
+      if (op.kind == CollectiveKind::kCollectivePermute && !light) {
         AppendPermute(mesh, from, step, model, out);
       } else if (op.kind == CollectiveKind::kAllGather) {
         append_gathers({step});
@@ -1610,6 +1688,11 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     if (!riding.empty()) {
       if (pieces.empty()) pieces.emplace_back();
       pieces.back().insert(pieces.back().end(), riding.begin(), riding.end());
+    }
+    if (op.kind == CollectiveKind::kAllToAll && light) {
+      out.push_back(step);
+      current = step.type;
+      continue;
     }
     if (op.kind == CollectiveKind::kAllToAll) {
       const Step* next = index + 1 < steps.size() ? &steps[index + 1] : nullptr;

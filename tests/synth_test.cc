@@ -969,6 +969,23 @@ TEST(NormalTest, GatherOverAFastPieceThenPermuteAvoidsTheSlowGather) {
                    *ParseCostModel("x=1:300,y=5:100"));
 }
 
+TEST(NormalTest, GatherPartOfTheFactorThenPermute) {
+  // x fast, y slow; the target is 8 times larger, and no suffix of [y,x] has size 8 but
+  // y:(4)2,x. Gathering x (fast) first, permuting, and gathering y:(4)2 last crosses y twice
+  // (12.0 µs, optimal's plan); the valleys permute and gather all of y (20.0 µs).
+  ExpectNormalPlan("x=4,y=8", "f32[3072{y,x}]", "f32[3072{x}]",
+                   {CollectiveKind::kAllGather, CollectiveKind::kAllGather,
+                    CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather},
+                   *ParseCostModel("x=1:300,y=5:100"));
+}
+
+TEST(NormalTest, CandidatesRankedAsChainsUnderAHeterogeneousModel) {
+  // Plans are ranked by what their gathers, scatters and reductions cost once split over the
+  // refinement's atoms, under this model too (46.188 µs, optimal's cost); ranked unsplit, a
+  // plan that splits worse won (49.346 µs).
+  ExpectNormalPlan("x=2,y=2,z=4", "f32[48{y,z},96] partial{x}", "f32[48,96{x}]", {}, SkewedModel());
+}
+
 TEST(NormalTest, MiddleFirstWithEarlyScatterAvoidsTheSlowAxis) {
   // y (size 1) is scattered first, x moves by all_to_all, z is sliced last: nothing crosses
   // z. Every valley slices z first and permutes across it (22.9 µs); 1.246 µs is optimal's.
