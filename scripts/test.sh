@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Full check: setup, Release build of everything in build/ and all of ctest; then (unless
-# RESHARD_SKIP_SANITIZERS=1) the unit and property tests again under ASan+UBSan in build-asan/.
+# RESHARD_SKIP_SANITIZERS=1) the unit and property tests again under ASan+UBSan in build-asan/,
+# and the concurrency test under ThreadSanitizer in build-tsan/.
 # Exits non-zero if anything fails. CI runs this through .ci/run.
 #
 #   bash scripts/test.sh
@@ -13,7 +14,9 @@ JOBS=${RESHARD_JOBS:-2}
 # strategy properties (exact A* search, 1000 cases each) take over 10 minutes per property
 # in a Debug+ASan build, so they run only in the Release pass.
 SANITIZED_TARGETS=(typesys_test interp_test synth_test sub_axis_test property_test regression_test
-                   compact_search_test)
+                   compact_search_test concurrency_test)
+# The ThreadSanitizer pass: the core called from several threads at once.
+TSAN_TARGETS=(concurrency_test)
 
 summaries=()
 status=0
@@ -61,8 +64,20 @@ if [ "${RESHARD_SKIP_SANITIZERS:-0}" != 1 ]; then
   step "ctest build-asan/"
   label_regex="^($(IFS='|'; echo "${SANITIZED_TARGETS[*]}"))\$"
   run_ctest asan --test-dir build-asan --output-on-failure -j"$JOBS" -L "$label_regex"
+
+  step "configure + build build-tsan/ (RelWithDebInfo, TSan): ${TSAN_TARGETS[*]}"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESHARD_TSAN=ON ||
+    die "configure build-tsan/"
+  cmake --build build-tsan -j"$JOBS" --target "${TSAN_TARGETS[@]}" || die "build build-tsan/"
+
+  step "ctest build-tsan/"
+  label_regex="^($(IFS='|'; echo "${TSAN_TARGETS[*]}"))\$"
+  # A reported race fails the test (TSan exits non-zero), as does any other report.
+  TSAN_OPTIONS="halt_on_error=1" run_ctest tsan --test-dir build-tsan --output-on-failure \
+    -j"$JOBS" -L "$label_regex"
 else
   summaries+=("[asan] skipped (RESHARD_SKIP_SANITIZERS=1)")
+  summaries+=("[tsan] skipped (RESHARD_SKIP_SANITIZERS=1)")
 fi
 
 step "summary"

@@ -1,0 +1,108 @@
+// concurrency_test.cc — the core is safe to call from several threads (synth/synthesize.h):
+// Synthesize, CheckPlan, PlanToJson and RunPlan called at once from several threads, on
+// arguments the threads share, give what they give on one thread. scripts/test.sh also runs
+// this binary under ThreadSanitizer (build-tsan/), which reports any data race between them.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "interp/interpreter.h"
+#include "synth/synthesize.h"
+#include "typesys/cost_model.h"
+#include "typesys/plan.h"
+
+namespace reshard {
+namespace {
+
+struct Case {
+  const char* mesh;
+  const char* from;
+  const char* to;
+  const char* model;  // --axis-cost syntax; "" for the default model.
+};
+
+// Small enough for `optimal` and the interpreter; between them they take every path of
+// Synthesize: a reduction split into chains, a permute, sub-axes in a type, a size-1 axis,
+// the branch and bound of a heterogeneous model, a gather first.
+const Case kCases[] = {
+    {"x=4,y=4", "f32[64,64] partial{x}", "f32[64{x},64]", ""},
+    {"x=2,y=2,z=2", "f32[16{x},16{y},16{z}]", "f32[16{z},16{x},16{y}]", ""},
+    {"x=4,y=2", "f32[16{x:(1)2},8] partial{y}", "f32[16,8{x:(2)2}]", ""},
+    {"x=2,y=1,z=4", "f32[32{z},8] partial{x}", "f32[32{x,y},8{z}]", ""},
+    {"x=2,y=2", "f32[768,48{x}]", "f32[768,48{y,x}]", "x=1:300,y=5:100"},
+    {"x=3,y=2", "f32[48,96{x,y}]", "f32[48{x},96]", ""},
+};
+
+struct Call {
+  Mesh mesh;
+  DistType from, to;
+  SynthesisOptions options;
+};
+
+// What a call gives, as text: the plan's JSON and the interpreter's verdict, or the error.
+std::string Outcome(const Call& call) {
+  absl::StatusOr<Plan> plan = Synthesize(call.mesh, call.from, call.to, call.options);
+  if (!plan.ok()) return plan.status().ToString();
+  std::string out = PlanToJson(*plan);
+  if (absl::Status s = CheckPlan(*plan); !s.ok()) out += " check: " + s.ToString();
+  absl::StatusOr<RunReport> report = RunPlan(*plan);
+  out += !report.ok() ? " run: " + report.status().ToString()
+                      : (report->ok ? " run ok" : " run: " + report->message);
+  return out;
+}
+
+TEST(Concurrency, ThreadsGetTheSerialOutcomes) {
+  std::vector<Call> calls;
+  for (const Case& c : kCases) {
+    absl::StatusOr<Mesh> mesh = ParseMesh(c.mesh);
+    ASSERT_TRUE(mesh.ok()) << mesh.status();
+    absl::StatusOr<DistType> from = ParseValidType(*mesh, c.from);
+    absl::StatusOr<DistType> to = ParseValidType(*mesh, c.to);
+    ASSERT_TRUE(from.ok() && to.ok()) << c.from << " -> " << c.to;
+    absl::StatusOr<CostModel> model = ParseCostModel(c.model);
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (Strategy strategy : AllStrategies()) {
+      SynthesisOptions options;
+      options.strategy = strategy;
+      options.cost_model = *model;
+      calls.push_back(Call{*mesh, *from, *to, options});
+    }
+  }
+  std::vector<std::string> serial;
+  for (const Call& call : calls) serial.push_back(Outcome(call));
+
+  // Each thread walks every call, from its own starting point so that different calls
+  // overlap, and keeps its outcomes to itself; `calls` is shared and only read.
+  constexpr int kThreads = 4;
+  std::vector<std::vector<std::string>> outcomes(kThreads, std::vector<std::string>(calls.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&calls, &outcomes, t] {
+      for (size_t k = 0; k < calls.size(); ++k) {
+        const size_t i = (k + static_cast<size_t>(t) * calls.size() / kThreads) % calls.size();
+        outcomes[t][i] = Outcome(calls[i]);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(outcomes[t][i], serial[i])
+          << "thread " << t << ", " << StrategyName(calls[i].options.strategy) << " "
+          << ToString(calls[i].from) << " -> " << ToString(calls[i].to);
+    }
+  }
+  // Every call has a plan, and every plan runs correctly on the interpreter.
+  int plans = 0;
+  for (const std::string& outcome : serial) {
+    if (outcome.front() != '{') continue;
+    ++plans;
+    EXPECT_NE(outcome.find(" run ok"), std::string::npos) << outcome;
+  }
+  EXPECT_EQ(plans, static_cast<int>(serial.size()));
+}
+
+}  // namespace
+}  // namespace reshard
