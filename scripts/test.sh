@@ -55,26 +55,24 @@ cmake --build build -j"$JOBS" || die "build build/"
 step "ctest build/"
 run_ctest release --test-dir build --output-on-failure -j"$JOBS"
 
+# sanitizer_pass NAME DIR BUILD_TYPE CMAKE_OPTION TARGETS...: configures DIR with the option,
+# builds TARGETS there and runs their tests (selected by label, the binaries' names).
+sanitizer_pass() {
+  local name=$1 dir=$2 build_type=$3 option=$4
+  shift 4
+  step "configure + build $dir/ ($build_type, $name): $*"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "$option" ||
+    die "configure $dir/"
+  cmake --build "$dir" -j"$JOBS" --target "$@" || die "build $dir/"
+  step "ctest $dir/"
+  run_ctest "$name" --test-dir "$dir" --output-on-failure -j"$JOBS" -L "^($(IFS='|'; echo "$*"))\$"
+}
+
 if [ "${RESHARD_SKIP_SANITIZERS:-0}" != 1 ]; then
-  step "configure + build build-asan/ (Debug, ASan+UBSan): ${SANITIZED_TARGETS[*]}"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRESHARD_SANITIZE=ON ||
-    die "configure build-asan/"
-  cmake --build build-asan -j"$JOBS" --target "${SANITIZED_TARGETS[@]}" || die "build build-asan/"
-
-  step "ctest build-asan/"
-  label_regex="^($(IFS='|'; echo "${SANITIZED_TARGETS[*]}"))\$"
-  run_ctest asan --test-dir build-asan --output-on-failure -j"$JOBS" -L "$label_regex"
-
-  step "configure + build build-tsan/ (RelWithDebInfo, TSan): ${TSAN_TARGETS[*]}"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRESHARD_TSAN=ON ||
-    die "configure build-tsan/"
-  cmake --build build-tsan -j"$JOBS" --target "${TSAN_TARGETS[@]}" || die "build build-tsan/"
-
-  step "ctest build-tsan/"
-  label_regex="^($(IFS='|'; echo "${TSAN_TARGETS[*]}"))\$"
+  sanitizer_pass asan build-asan Debug -DRESHARD_SANITIZE=ON "${SANITIZED_TARGETS[@]}"
   # A reported race fails the test (TSan exits non-zero), as does any other report.
-  TSAN_OPTIONS="halt_on_error=1" run_ctest tsan --test-dir build-tsan --output-on-failure \
-    -j"$JOBS" -L "$label_regex"
+  TSAN_OPTIONS="halt_on_error=1" sanitizer_pass tsan build-tsan RelWithDebInfo -DRESHARD_TSAN=ON \
+    "${TSAN_TARGETS[@]}"
 else
   summaries+=("[asan] skipped (RESHARD_SKIP_SANITIZERS=1)")
   summaries+=("[tsan] skipped (RESHARD_SKIP_SANITIZERS=1)")

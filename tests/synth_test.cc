@@ -769,24 +769,20 @@ TEST(NormalTest, SplitReductionScattersWhereTheMiddleIsOnePermute) {
 }
 
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
+  const std::vector<CollectiveKind> scatter_permute_gather = {
+      CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
+      CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather};
   // x scattered onto dimension 0 and gathered from dimension 2: one permute between them
   // (32.7 µs, optimal's plan). The first split gathers from dimension 1, the largest, and
   // scatters there too, which needs an all_to_all over y in the middle (38.8 µs).
-  ExpectNormalPlan(
-      "x=4,y=4", "f32[48,96,96{y}] partial{x}", "f32[48{y},96,96]",
-      {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
-       CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
-}
-
-TEST(NormalTest, SplitReductionGathersFromSeveralDimensions) {
+  ExpectNormalPlan("x=4,y=4", "f32[48,96,96{y}] partial{x}", "f32[48{y},96,96]",
+                   scatter_permute_gather);
   // y = 4 (pieces y:(1)2, y:(2)2 on the refinement) scattered onto dimension 0 and gathered
   // one piece from each dimension: the bottom [6,12] then has the pre-gather type's local
   // shape, and one permute moves x and z (25.0 µs, optimal's plan). Gathered from one
   // dimension, the middle needed an all_to_all as well (30.0 µs).
-  ExpectNormalPlan(
-      "x=4,y=4,z=2", "f32[48{z},48{x}] partial{y}", "f32[48{x},48{z}]",
-      {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
-       CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
+  ExpectNormalPlan("x=4,y=4,z=2", "f32[48{z},48{x}] partial{y}", "f32[48{x},48{z}]",
+                   scatter_permute_gather);
 }
 
 TEST(NormalTest, HelperAxisSlicedOnOneDimensionGatheredFromAnother) {
