@@ -672,7 +672,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
 // dimension 1 and scatters z onto 0, and one all_to_all puts x behind z (712 µs, optimal's
 // plan), where slicing x onto dimension 0 first left x before z and needed a permute (770).
 std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, const Candidate& c) {
-  if (!c.late.empty() || c.first.size() > 0) return {};
+  if (!c.late.empty() || !c.first.empty()) return {};
   const bool slices =
       std::any_of(c.descent.begin(), c.descent.end(), [](const Append& a) { return !a.scatter; });
   if (!slices) return {};
@@ -782,18 +782,19 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   if (group == 1) return {};
   const std::optional<int> gather_dim = PickDim(mesh, c.y, group, {});
   if (!gather_dim) return {};
-  auto split = [&](int gather, int scatter) {
+  // R scattered onto `scatter` and reduce[k] gathered from dimension gathers[k] of y.
+  auto split = [&](const std::vector<int>& gathers, int scatter) {
     Candidate out;
     out.y = c.y;
-    std::vector<std::string>& axes = out.y.dims[gather].axes;
-    axes.insert(axes.end(), reduce.begin(), reduce.end());
+    for (size_t k = 0; k < reduce.size(); ++k) out.y.dims[gathers[k]].axes.push_back(reduce[k]);
     out.descent = c.descent;
     for (const std::string& axis : reduce) out.descent.push_back(Append{axis, scatter, true});
     return out;
   };
+  auto all_from = [&](int gather) { return std::vector<int>(reduce.size(), gather); };
   const std::vector<int64_t> have = LocalShape(mesh, x);
   std::vector<int> preferred;
-  const std::vector<int64_t> want = LocalShape(mesh, split(*gather_dim, 0).y);
+  const std::vector<int64_t> want = LocalShape(mesh, split(all_from(*gather_dim), 0).y);
   for (int d = 0; d < x.rank(); ++d) {
     bool fits = have[d] % group == 0;
     for (int e = 0; fits && e < x.rank(); ++e) {
@@ -804,14 +805,14 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   preferred.push_back(*gather_dim);
   const std::optional<int> scatter_dim = PickDim(mesh, x, group, preferred);
   if (!scatter_dim) return {};
-  if (!others) return {split(*gather_dim, *scatter_dim)};
+  if (!others) return {split(all_from(*gather_dim), *scatter_dim)};
   std::vector<Candidate> out;
   for (int gather = 0; gather < c.y.rank(); ++gather) {
     if (LocalDimSize(mesh, c.y.dims[gather]) % group != 0) continue;
     for (int scatter = 0; scatter < x.rank(); ++scatter) {
       if (have[scatter] % group != 0) continue;
       if (gather == *gather_dim && scatter == *scatter_dim) continue;
-      out.push_back(split(gather, scatter));
+      out.push_back(split(all_from(gather), scatter));
     }
   }
   // And R's axes gathered from several dimensions of y, where that makes y's local shape
@@ -830,16 +831,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
             std::all_of(where.begin(), where.end(), [&](int d) { return d == where[0]; })) {
           return;
         }
-        Candidate spread;
-        spread.y = c.y;
-        for (size_t k = 0; k < reduce.size(); ++k) {
-          spread.y.dims[where[k]].axes.push_back(reduce[k]);
-        }
-        spread.descent = c.descent;
-        for (const std::string& axis : reduce) {
-          spread.descent.push_back(Append{axis, scatter, true});
-        }
-        out.push_back(std::move(spread));
+        out.push_back(split(where, scatter));
         return;
       }
       const int64_t size = mesh.AxisSize(reduce[i]);
