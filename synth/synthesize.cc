@@ -429,8 +429,10 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
 std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from,
                                           const std::vector<Step>& steps,
                                           const CostModel& model) {
-  const bool groups = std::any_of(steps.begin(), steps.end(),
-                                  [](const Step& step) { return step.op.mesh_axes.size() > 1; });
+  // SplitGroups rewrites only these; an all_slice over several axes costs nothing either way.
+  const bool groups = std::any_of(steps.begin(), steps.end(), [](const Step& step) {
+    return step.op.mesh_axes.size() > 1 && step.op.kind != CollectiveKind::kAllSlice;
+  });
   if (!groups) return std::nullopt;
   return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false,
                      /*light=*/!internal::IsUniform(mesh, model));
@@ -848,6 +850,17 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   return out;
 }
 
+// Whether `c` (without gathers first) has a middle: the descent does not end where Y's
+// dimensions are. The variants below that place axes elsewhere make the middle move them; on a
+// candidate without one they would add a middle step to what it needs without, so they are
+// tried only on candidates that move data anyway (an all_reduce alone keeps its three
+// candidates: x=4,y=4,z=4 [64,64] partial{x} -> [64,64] took twice as long with nine).
+bool HasMiddle(const DistType& from, const Candidate& c) {
+  std::vector<Dim> dims = from.dims;
+  for (const Append& a : c.descent) dims[a.dim].axes.push_back(a.axis);
+  return dims != c.y.dims;
+}
+
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -921,22 +934,26 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   }
   // Then with it split between the other dimensions, after every candidate above.
   for (size_t i = 0; i < plain; ++i) {
+    if (!HasMiddle(from, candidates[i])) continue;
     for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], true)) {
       add(c.descent, c.y);
     }
   }
   // And with the helpers sliced onto one dimension and gathered from another.
   for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
+    if (!HasMiddle(from, candidates[i])) continue;
     for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
       add(c.descent, c.y);
     }
   }
   // And with the axes it slices sliced elsewhere.
   for (size_t i = 0; i < plain; ++i) {
+    if (!HasMiddle(from, candidates[i])) continue;
     for (Candidate& c : SlicesElsewhere(mesh, from, candidates[i])) add(c.descent, c.y);
   }
   // And with the axes it gathers gathered from another dimension.
   for (size_t i = 0; i < plain; ++i) {
+    if (!HasMiddle(from, candidates[i])) continue;
     for (Candidate& c : GathersElsewhere(mesh, to, candidates[i])) add(c.descent, c.y);
   }
   if (std::optional<Candidate> c = GatherFirst(mesh, from, to)) {
@@ -2554,6 +2571,11 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
   std::optional<std::vector<Step>> steps = LiftSizeOne(mesh, from, to, plan->steps);
   if (!steps) return on_mesh();
   lifted.steps = *std::move(steps);
+  // The stripped types merge pieces the size-1 axes kept apart (`z:(1)3,x,z:(3)2` with x of
+  // size 1 is `z`), and the stripped synthesis splits z by its prime factors, smallest first
+  // (z:(1)2, z:(2)3): its pieces need not nest with the user's. Such a plan is synthesized
+  // on the user's mesh instead.
+  if (!SubAxisRefs(mesh, from, to).empty() && !RefinePlan(lifted).ok()) return on_mesh();
   lifted.cost_model = options.cost_model;
   lifted.metrics = ComputeMetrics(mesh, from, lifted.steps, lifted.cost_model);
   return lifted;

@@ -247,6 +247,31 @@ TEST(OptimalRegression, NeverCostlierThanNormalWhenTheFinerSearchGivesUp) {
   EXPECT_TRUE(report->ok) << report->message;
 }
 
+// SubAxisStrategyProperty.OptimalCheapestUnderHeterogeneousModel, seed 11396937547238929535
+// (2026-11-26; the abort was there since size-1 axes were left out of the searches):
+// --mesh x=1,y=3,z=6 --from 'f64[6{y},36{z:(1)3,x,z:(3)2}]' --to 'f64[6,36{y,z:(1)3,x,z:(3)2}]'
+// --axis-cost x=5:10,y=20:400,z=5:10. Without the size-1 axis x the pieces of z merge into z,
+// the stripped synthesis split z by its prime factors smallest first (z:(1)2, z:(2)3), and the
+// lifted plan named those with the user's z:(1)3 and z:(3)2, which do not nest: Synthesize
+// aborted on its own plan. Such plans are now synthesized on the user's mesh.
+TEST(SizeOneRegression, StrippedPiecesThatDoNotNestWithTheUsersAreNotLifted) {
+  const Mesh mesh = M("x=1,y=3,z=6");
+  const DistType from = T(mesh, "f64[6{y},36{z:(1)3,x,z:(3)2}]");
+  const DistType to = T(mesh, "f64[6,36{y,z:(1)3,x,z:(3)2}]");
+  SynthesisOptions options;
+  options.cost_model = *ParseCostModel("x=5:10,y=20:400,z=5:10");
+  for (Strategy strategy :
+       {Strategy::kNormal, Strategy::kOptimal, Strategy::kDirect, Strategy::kAuto}) {
+    options.strategy = strategy;
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+    ASSERT_TRUE(plan.ok()) << StrategyName(strategy) << ": " << plan.status();
+    EXPECT_TRUE(CheckPlan(*plan).ok()) << StrategyName(strategy);
+    absl::StatusOr<RunReport> report = RunPlan(*plan);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_TRUE(report->ok) << StrategyName(strategy) << ": " << report->message;
+  }
+}
+
 // NormalSynthesis.InterpreterAgrees, seed 6071170963556363312 (once normal ranked candidates
 // as chains, 46b7d52..): --mesh y=3,w=2,z=2,a0b=1 --from 'bf16[6{y,w},1,18,1{a0b}]'
 // --to 'bf16[6,1{a0b},18{w,y},1]'. normal's plan permutes to [6{a0b,w,y},...] and
