@@ -1218,9 +1218,11 @@ std::optional<std::vector<Step>> GatherThenPermute(const Mesh& mesh, const DistT
 // valley permutes and gathers all of y (20.0 µs) and GatherThenPermute gathers y:(4)2 before
 // the permute too. Every choice of suffixes but two: all of each factor gathered first
 // (GatherThenPermute) and nothing gathered first (a valley's shape); at most
-// kMaxPartialGathers plans. Empty when the types sum over different axes or a factor is
-// fractional.
+// kMaxPartialGathers plans, from the first kMaxPartialGatherTries choices (on a type of
+// rank 8 the choices can number billions). Empty when the types sum over different axes or a
+// factor is fractional.
 constexpr size_t kMaxPartialGathers = 16;
+constexpr size_t kMaxPartialGatherTries = 256;
 std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const DistType& from,
                                                      const DistType& to) {
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return {};
@@ -1239,10 +1241,12 @@ std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const Dis
       group *= mesh.AxisSize(axes[k - 1]);
       lengths[i].push_back(axes.size() - k + 1);
     }
-    combinations *= lengths[i].size();
+    // Saturated: only the first choices are tried (below).
+    combinations = std::min(combinations * lengths[i].size(), size_t{1} << 32);
   }
   std::vector<std::vector<Step>> plans;
-  for (size_t n = 1; n + 1 < combinations && plans.size() < kMaxPartialGathers; ++n) {
+  const size_t tries = std::min(combinations - 1, kMaxPartialGatherTries + 1);
+  for (size_t n = 1; n < tries && plans.size() < kMaxPartialGathers; ++n) {
     StepBuilder builder(mesh, from);
     DistType y = to;  // `to` with the rest of each factor still split.
     bool ok = true;
