@@ -818,7 +818,10 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
     }
   }
   // And R's axes gathered from several dimensions of y, where that makes y's local shape
-  // x's, so that the middle is one permute.
+  // x's, so that the middle is one permute. The placements are a product over R's axes (on
+  // a mesh of many partial atoms, millions): the walk stops after kMaxSpreadVisits of them.
+  constexpr int kMaxSpreadVisits = 4096;
+  int visits = 0;
   const std::vector<int64_t> y_local = LocalShape(mesh, c.y);
   std::vector<int> where(reduce.size());
   for (int scatter = 0; scatter < x.rank(); ++scatter) {
@@ -828,6 +831,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
     goal[scatter] /= group;
     // Places reduce[i..] (depth-first, dimensions in order).
     auto place = [&](auto& self, size_t i) -> void {
+      if (++visits > kMaxSpreadVisits) return;
       if (i == reduce.size()) {
         if (left != goal ||
             std::all_of(where.begin(), where.end(), [&](int d) { return d == where[0]; })) {
