@@ -674,7 +674,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
 // dimension 1 and scatters z onto 0, and one all_to_all puts x behind z (712 µs, optimal's
 // plan), where slicing x onto dimension 0 first left x before z and needed a permute (770).
 std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, const Candidate& c) {
-  if (!c.late.empty() || !c.first.empty()) return {};
+  if (!c.late.empty()) return {};
   const bool slices =
       std::any_of(c.descent.begin(), c.descent.end(), [](const Append& a) { return !a.scatter; });
   if (!slices) return {};
@@ -702,7 +702,7 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
 // all_to_alls and gathers y there (9 588 µs, optimal's plan), where Y with y behind x on
 // dimension 0 needed a permute (10 585 µs with the gather first).
 std::vector<Candidate> GathersElsewhere(const Mesh& mesh, const DistType& to, const Candidate& c) {
-  if (!c.late.empty() || !c.first.empty()) return {};
+  if (!c.late.empty()) return {};
   std::vector<std::string> gathered;
   for (int i = 0; i < to.rank(); ++i) {
     const std::vector<std::string>& want = to.dims[i].axes;
@@ -784,11 +784,16 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   if (group == 1) return {};
   const std::optional<int> gather_dim = PickDim(mesh, c.y, group, {});
   if (!gather_dim) return {};
-  // R scattered onto `scatter` and reduce[k] gathered from dimension gathers[k] of y.
+  // y with reduce[k] gathered from its dimension gathers[k].
+  auto y_with = [&](const std::vector<int>& gathers) {
+    DistType y = c.y;
+    for (size_t k = 0; k < reduce.size(); ++k) y.dims[gathers[k]].axes.push_back(reduce[k]);
+    return y;
+  };
+  // That, with R scattered onto `scatter`.
   auto split = [&](const std::vector<int>& gathers, int scatter) {
     Candidate out;
-    out.y = c.y;
-    for (size_t k = 0; k < reduce.size(); ++k) out.y.dims[gathers[k]].axes.push_back(reduce[k]);
+    out.y = y_with(gathers);
     out.descent = c.descent;
     for (const std::string& axis : reduce) out.descent.push_back(Append{axis, scatter, true});
     return out;
@@ -796,7 +801,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   auto all_from = [&](int gather) { return std::vector<int>(reduce.size(), gather); };
   const std::vector<int64_t> have = LocalShape(mesh, x);
   std::vector<int> preferred;
-  const std::vector<int64_t> want = LocalShape(mesh, split(all_from(*gather_dim), 0).y);
+  const std::vector<int64_t> want = LocalShape(mesh, y_with(all_from(*gather_dim)));
   for (int d = 0; d < x.rank(); ++d) {
     bool fits = have[d] % group == 0;
     for (int e = 0; fits && e < x.rank(); ++e) {
@@ -854,7 +859,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   return out;
 }
 
-// Whether `c` (without gathers first) has a middle: the descent does not end where Y's
+// Whether `c` has a middle: the descent does not end where Y's
 // dimensions are. The variants below that place axes elsewhere make the middle move them; on a
 // candidate without one they would add a middle step to what it needs without, so they are
 // tried only on candidates that move data anyway (an all_reduce alone keeps its three
@@ -936,28 +941,29 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
       candidates.push_back(std::move(c));
     }
   }
-  // Then with it split between the other dimensions, after every candidate above.
+  // Then, from the candidates above that have a middle (HasMiddle), with it split between
+  // the other dimensions; with the helpers sliced onto one dimension and gathered from
+  // another; with the axes it slices sliced elsewhere; with the axes it gathers gathered from
+  // another dimension.
+  std::vector<size_t> moving;
   for (size_t i = 0; i < plain; ++i) {
-    if (!HasMiddle(from, candidates[i])) continue;
+    if (HasMiddle(from, candidates[i])) moving.push_back(i);
+  }
+  for (size_t i : moving) {
     for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], true)) {
       add(c.descent, c.y);
     }
   }
-  // And with the helpers sliced onto one dimension and gathered from another.
-  for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
-    if (!HasMiddle(from, candidates[i])) continue;
+  for (size_t i : moving) {
+    if (helpers.empty()) break;
     for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
       add(c.descent, c.y);
     }
   }
-  // And with the axes it slices sliced elsewhere.
-  for (size_t i = 0; i < plain; ++i) {
-    if (!HasMiddle(from, candidates[i])) continue;
+  for (size_t i : moving) {
     for (Candidate& c : SlicesElsewhere(mesh, from, candidates[i])) add(c.descent, c.y);
   }
-  // And with the axes it gathers gathered from another dimension.
-  for (size_t i = 0; i < plain; ++i) {
-    if (!HasMiddle(from, candidates[i])) continue;
+  for (size_t i : moving) {
     for (Candidate& c : GathersElsewhere(mesh, to, candidates[i])) add(c.descent, c.y);
   }
   if (std::optional<Candidate> c = GatherFirst(mesh, from, to)) {
@@ -1179,61 +1185,34 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   return std::move(builder.steps());
 }
 
-// Gathers in place, then one permute: each dimension gathers the suffix of its axes whose
-// group is the factor by which `to`'s local size there exceeds `from`'s, and the permute puts
-// the remaining axes where `to` wants its own. Where `to` drops an axis major to others that
-// stay, a valley permutes first and then gathers that axis; this gathers equally many
-// devices' data over the minor axes instead, which can be faster links, and permutes at the
-// target's size: under x fast and y slow, x=8,y=2 [96{y,x}] -> [96{x}] gathers x:(4)2 on the
-// prime-factor refinement and permutes (6.0 µs, optimal's plan; the valley's permute and
-// gather over y: 10.0). The local size only grows towards `to`'s, so the memory bound holds.
-// nullopt when the types sum over different axes, a factor is fractional or no suffix of the
-// dimension's axes has it as group size, or nothing is gathered.
-std::optional<std::vector<Step>> GatherThenPermute(const Mesh& mesh, const DistType& from,
-                                                   const DistType& to) {
-  if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
-  const std::vector<int64_t> have = LocalShape(mesh, from);
-  const std::vector<int64_t> want = LocalShape(mesh, to);
-  StepBuilder builder(mesh, from);
-  for (int i = 0; i < from.rank(); ++i) {
-    if (want[i] % have[i] != 0) return std::nullopt;
-    const std::vector<std::string>& axes = from.dims[i].axes;
-    size_t first = axes.size();
-    int64_t group = 1;
-    while (group < want[i] / have[i] && first > 0) group *= mesh.AxisSize(axes[--first]);
-    if (group != want[i] / have[i]) return std::nullopt;
-    if (first == axes.size()) continue;
-    builder.Apply(Collective::AllGather(
-        std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
-        i));
-  }
-  if (builder.steps().empty()) return std::nullopt;
-  if (builder.current() != to) builder.Permute(to);
-  builder.steps().back().type = to;  // Partial axes as the caller lists them.
-  return std::move(builder.steps());
-}
-
-// GatherThenPermute's partial forms: each dimension gathers a suffix of its axes whose
-// group divides the factor by which `to`'s local size there exceeds `from`'s (the minor
-// axes, which can be the fast ones), one permute puts `to`'s axes in place with the rest of
-// the factor still split (the most minor axes left that `to` does not use), and the gathers
-// of those end. Under x fast and y slow, x=4,y=8 [3072{y,x}] -> [3072{x}] on the prime-factor
-// refinement gathers x, permutes, and gathers y:(4)2 (12.0 µs, optimal's plan), where the
-// valley permutes and gathers all of y (20.0 µs) and GatherThenPermute gathers y:(4)2 before
-// the permute too. Every choice of suffixes but two: all of each factor gathered first
-// (GatherThenPermute) and nothing gathered first (a valley's shape); at most
-// kMaxPartialGathers plans, from the first kMaxPartialGatherTries choices (on a type of
-// rank 8 the choices can number billions). Empty when the types sum over different axes or a
-// factor is fractional.
+// Gathers in place, then one permute, then gathers: each dimension gathers a suffix of its
+// axes whose group divides the factor by which `to`'s local size there exceeds `from`'s, one
+// permute puts `to`'s axes in place with the rest of each factor still split (the most minor
+// axes left that `to` does not use), and the gathers of those end. Where `to` drops an axis
+// major to others that stay, a valley permutes first and then gathers that axis; this gathers
+// over the minor axes instead, which can be faster links, and permutes at a larger size. The
+// local size only grows towards `to`'s, so the memory bound holds.
+// The first plan gathers each whole factor first (the suffix whose group is the factor, in
+// every dimension; none when some dimension has no such suffix) and ends with the permute:
+// under x fast and y slow, x=8,y=2 [96{y,x}] -> [96{x}] gathers x:(4)2 on the prime-factor
+// refinement and permutes (6.0 µs, optimal's plan; the valley's permute and gather over y:
+// 10.0). The others are the partial forms, every choice of suffix lengths but that and
+// nothing gathered (a valley's shape): x=4,y=8 [3072{y,x}] -> [3072{x}] gathers x, permutes,
+// and gathers y:(4)2 (12.0 µs, optimal's plan), where no suffix has the whole factor 8 but one
+// that gathers y:(4)2 before the permute too. At most kMaxPartialGathers partial plans, from
+// the first kMaxPartialGatherTries choices (on a type of rank 8 the choices can number
+// billions). Empty when the types sum over different axes or a factor is fractional.
 constexpr size_t kMaxPartialGathers = 16;
 constexpr size_t kMaxPartialGatherTries = 256;
-std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const DistType& from,
-                                                     const DistType& to) {
+std::vector<std::vector<Step>> GatherSuffixesThenPermute(const Mesh& mesh, const DistType& from,
+                                                         const DistType& to) {
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return {};
   const std::vector<int64_t> have = LocalShape(mesh, from);
   const std::vector<int64_t> want = LocalShape(mesh, to);
-  // Per dimension, the suffix lengths whose group divides its factor, shortest first.
+  // Per dimension, the suffix lengths whose group divides its factor, shortest first, and the
+  // one whose group is the factor (nullopt: none).
   std::vector<std::vector<size_t>> lengths(from.rank());
+  std::vector<std::optional<size_t>> whole(from.rank());
   size_t combinations = 1;
   for (int i = 0; i < from.rank(); ++i) {
     if (want[i] % have[i] != 0) return {};
@@ -1241,26 +1220,24 @@ std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const Dis
     const std::vector<std::string>& axes = from.dims[i].axes;
     int64_t group = 1;
     lengths[i].push_back(0);
+    if (factor == 1) whole[i] = 0;
     for (size_t k = axes.size(); k > 0 && factor % (group * mesh.AxisSize(axes[k - 1])) == 0; --k) {
       group *= mesh.AxisSize(axes[k - 1]);
       lengths[i].push_back(axes.size() - k + 1);
+      if (group == factor && !whole[i]) whole[i] = axes.size() - k + 1;
     }
     // Saturated: only the first choices are tried (below).
     combinations = std::min(combinations * lengths[i].size(), size_t{1} << 32);
   }
-  std::vector<std::vector<Step>> plans;
-  const size_t tries = std::min(combinations - 1, kMaxPartialGatherTries + 1);
-  for (size_t n = 1; n < tries && plans.size() < kMaxPartialGathers; ++n) {
+  // The plan gathering `length[i]` axes of each dimension first; nullopt when the rest of
+  // some factor cannot stay split over axes `to` does not use, or nothing moves.
+  auto plan = [&](const std::vector<size_t>& length) -> std::optional<std::vector<Step>> {
     StepBuilder builder(mesh, from);
     DistType y = to;  // `to` with the rest of each factor still split.
-    bool ok = true;
-    size_t code = n;
-    for (int i = 0; ok && i < from.rank(); ++i) {
-      const size_t length = lengths[i][code % lengths[i].size()];
-      code /= lengths[i].size();
+    for (int i = 0; i < from.rank(); ++i) {
       const std::vector<std::string>& axes = from.dims[i].axes;
-      const size_t first = axes.size() - length;
-      if (length > 0) {
+      const size_t first = axes.size() - length[i];
+      if (length[i] > 0) {
         builder.Apply(Collective::AllGather(
             std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
             i));
@@ -1275,15 +1252,33 @@ std::vector<std::vector<Step>> GatherPartThenPermute(const Mesh& mesh, const Dis
         rest /= size;
         left.insert(left.begin(), axes[k]);
       }
-      ok = rest == 1;
+      if (rest != 1) return std::nullopt;
       y.dims[i].axes.insert(y.dims[i].axes.end(), left.begin(), left.end());
     }
-    if (!ok || !Validate(mesh, y).ok()) continue;
+    if (!Validate(mesh, y).ok()) return std::nullopt;
     if (builder.current() != y) builder.Permute(y);
     EmitAscent(to, y, builder);
-    if (builder.steps().empty()) continue;
+    if (builder.steps().empty()) return std::nullopt;
     builder.steps().back().type = to;  // Partial axes as the caller lists them.
-    plans.push_back(std::move(builder.steps()));
+    return std::move(builder.steps());
+  };
+  std::vector<std::vector<Step>> plans;
+  std::vector<size_t> length(from.rank());
+  const bool gathers_whole = std::all_of(whole.begin(), whole.end(),
+                                         [](const std::optional<size_t>& w) { return w.has_value(); });
+  if (gathers_whole && std::any_of(whole.begin(), whole.end(), [](const auto& w) { return *w > 0; })) {
+    for (int i = 0; i < from.rank(); ++i) length[i] = *whole[i];
+    if (std::optional<std::vector<Step>> steps = plan(length)) plans.push_back(*std::move(steps));
+  }
+  const size_t first_plans = plans.size();
+  const size_t tries = std::min(combinations - 1, kMaxPartialGatherTries + 1);
+  for (size_t n = 1; n < tries && plans.size() - first_plans < kMaxPartialGathers; ++n) {
+    size_t code = n;
+    for (int i = 0; i < from.rank(); ++i) {
+      length[i] = lengths[i][code % lengths[i].size()];
+      code /= lengths[i].size();
+    }
+    if (std::optional<std::vector<Step>> steps = plan(length)) plans.push_back(*std::move(steps));
   }
   return plans;
 }
@@ -1387,10 +1382,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
     if (std::optional<std::vector<Step>> gathered = GatherThenSlice(mesh, from, to)) {
       known.push_back(*std::move(gathered));
     }
-    if (std::optional<std::vector<Step>> gathered = GatherThenPermute(mesh, from, to)) {
-      known.push_back(*std::move(gathered));
-    }
-    for (std::vector<Step>& gathered : GatherPartThenPermute(mesh, from, to)) {
+    for (std::vector<Step>& gathered : GatherSuffixesThenPermute(mesh, from, to)) {
       known.push_back(std::move(gathered));
     }
   }
@@ -2583,7 +2575,10 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
   // size 1 is `z`), and the stripped synthesis splits z by its prime factors, smallest first
   // (z:(1)2, z:(2)3): its pieces need not nest with the user's. Such a plan is synthesized
   // on the user's mesh instead.
-  if (!SubAxisRefs(mesh, from, to).empty() && !RefinePlan(lifted).ok()) return on_mesh();
+  if (!SubAxisRefs(mesh, from, to).empty() &&
+      !AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, lifted.steps)).ok()) {
+    return on_mesh();
+  }
   lifted.cost_model = options.cost_model;
   lifted.metrics = ComputeMetrics(mesh, from, lifted.steps, lifted.cost_model);
   return lifted;
