@@ -157,6 +157,7 @@ struct MiddleCache::Impl {
   struct Walk {
     int64_t worst = 0;
     int64_t total = -1;
+    int64_t visits = 0;  // Lacking::visits of the walk that computed it (0: closed form).
   };
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Walk> walks;
   std::optional<PlacementKeyBytes> key_bytes;  // Meshes of <= kKeyByteDevices devices.
@@ -750,16 +751,22 @@ class Compact {
       // worst device without pending summands; only the byte bound needs it.
       const bool need_total = options_.bytes_bound;
       MiddleCache::Impl::Walk walk;
+      int64_t visits = 0;  // Of a walk run here (not found in the cache).
       if (shared_) {
         auto [it, inserted] =
             cache_.walks.try_emplace({to_dims_key_, type.DimsKey()}, MiddleCache::Impl::Walk{});
         if (inserted || (need_total && it->second.total < 0)) {
           it->second = Walk(type, from_local, need_total);
+          visits = it->second.visits;
         }
         walk = it->second;
       } else {
         walk = Walk(type, from_local, need_total);
+        visits = walk.visits;
       }
+      // The walk's own charge, where it exceeds the nominal pass charged above.
+      const int64_t walk_work = options_.walk_visit_work * visits;
+      if (walk_work > n_) Charge(walk_work - n_);
       worst = walk.worst;
       bytes_total = need_total ? walk.total : 0;
     }
@@ -813,7 +820,8 @@ class Compact {
         absl::MakeConstSpan(size_, num_axes_), absl::MakeConstSpan(from_roles, num_axes_),
         absl::MakeConstSpan(from_local, rank_), absl::MakeConstSpan(to_roles, num_axes_),
         absl::MakeConstSpan(to_local_, rank_), target_elements_, need_total);
-    return {lacking.worst, need_total ? SaturatedInt64(lacking.total * element_bytes_) : -1};
+    return {lacking.worst, need_total ? SaturatedInt64(lacking.total * element_bytes_) : -1,
+            lacking.visits};
   }
 
   // Walk's maximum without the walk, where each dimension's local sizes divide one another

@@ -226,9 +226,9 @@ int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fix
 
 // Lacking from a walk's least held elements and (with need_total) the sum of held over the
 // walked tuples, each standing for `alike` of the `devices`.
-Lacking LackingFrom(int64_t target_elements, int64_t least_held, __int128 held_sum,
-                    int64_t devices, int64_t alike, bool need_total) {
-  Lacking lacking{target_elements - least_held, -1};
+Lacking LackingFrom(int64_t target_elements, int64_t least_held, __int128 held_sum, int64_t devices,
+                    int64_t alike, bool need_total, int64_t visits) {
+  Lacking lacking{target_elements - least_held, -1, visits};
   if (need_total) lacking.total = __int128{devices} * target_elements - held_sum * alike;
   return lacking;
 }
@@ -270,15 +270,18 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t
   };
   int64_t least_held = std::numeric_limits<int64_t>::max();
   __int128 held_sum = 0;
+  int64_t visits = 0;
   while (true) {
     int64_t rest = 1;
     for (int i = 0; i < rank && rest > 0; ++i) {
       if (i != d1 && i != d2) rest *= overlap(i, f[i], t[i]);
     }
     if (rest == 0 || d1 < 0) {
+      ++visits;
       least_held = std::min(least_held, rest);
       held_sum += __int128{rest} * inner.size;
     } else {
+      visits += inner.size;
       for (int64_t c = 0; c < inner.size; ++c) {
         const int64_t held = rest * at(d1, c) * (d2 < 0 ? 1 : at(d2, c));
         least_held = std::min(least_held, held);
@@ -300,7 +303,7 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t
     }
     if (q < 0) break;
   }
-  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total);
+  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total, visits);
 }
 
 // The axes of `used` as kByDimension splits them: those that link two dimensions (a dimension
@@ -358,11 +361,13 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
   };
   // Dimension d's sum and least overlap over the tuples of its own axes, its blocks starting
   // at `f` and `t` (offsets from the linking axes).
+  int64_t visits = 0;
   auto dimension = [&](int d, int64_t f, int64_t t) {
     const absl::InlinedVector<WalkedAxis, 8>& axes = split.local[d];
     absl::InlinedVector<int64_t, 8> coords(axes.size(), 0);
     Sums out;
     while (true) {
+      ++visits;
       const int64_t overlap =
           std::max<int64_t>(0, std::min(f + from_local[d], t + to_local[d]) - std::max(f, t));
       out.sum += overlap;
@@ -419,7 +424,7 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
     }
     if (q < 0) break;
   }
-  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total);
+  return LackingFrom(target_elements, least_held, held_sum, devices, alike, need_total, visits);
 }
 
 int64_t Saturate(__int128 value) {
@@ -805,7 +810,10 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
   int64_t least_held = std::numeric_limits<int64_t>::max();
   __int128 held_sum = 0;
   int64_t unused_work = 0;
+  const int64_t visits_per_tuple = FixedTuplesCost(used, rank, 1);
+  int64_t visits = 0;
   while (true) {
+    visits += visits_per_tuple;
     int64_t least = 1;
     __int128 sum = 1;
     for (int i = 0; i < rank && (need_total || least > 0); ++i) {
@@ -825,8 +833,8 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
     }
     if (k < 0) break;
   }
-  return LackingFrom(target_elements, least_held, held_sum, devices, devices / walked,
-                     need_total);
+  return LackingFrom(target_elements, least_held, held_sum, devices, devices / walked, need_total,
+                     visits);
 }
 
 // LowerBounds from LackingElements' result in elements.

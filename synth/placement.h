@@ -155,9 +155,12 @@ int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, con
 //   size 2, 4 in dimension 0 of both types, 5 in dimension 1 and 2 linking them: 4 x (16 +
 //   32) visits instead of 2 048 tuples.
 // Without `need_total` a walk stops at the first device that holds nothing.
+// `visits`: what the walk cost, in kEveryTuple's visits of one tuple (the unit the choice of
+// walk counts in), for searches that charge their work by it.
 struct Lacking {
   int64_t worst = 0;
   __int128 total = -1;
+  int64_t visits = 0;
 };
 enum class LackingWalk { kCheaper, kEveryTuple, kFixedTuples, kByDimension };
 Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRole> from_roles,

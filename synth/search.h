@@ -135,6 +135,13 @@ struct SearchOptions {
   // memory on any mesh up to kMaxDevices devices and on any number of axes. SearchPlan gives
   // the search on DistTypes, where it stands in for the compact one, an eighth of it.
   int64_t max_work = int64_t{1} << 30;
+  // Units per visit of the heuristic's walk over device coordinates (internal::Lacking::
+  // visits), charged where they exceed the nominal one unit per device. 0 keeps the nominal
+  // charge, on which the budgets of `normal`'s searches were tuned; `optimal` sets it so that
+  // its budget stays about the time it stands for on meshes refined into many atoms, whose
+  // walks cost several times the devices (docs/synthesis.md, "Time of `optimal` on large
+  // meshes"). The compact search only.
+  int64_t walk_visit_work = 0;
   // Whether permute steps of the result carry their pairs (MinimalPermute under cost_model).
   // Callers that re-pair permutes anyway (Synthesize does) turn it off: building pairs visits
   // every device.

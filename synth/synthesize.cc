@@ -72,6 +72,10 @@ constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
 constexpr int64_t kNormalSearchWork = int64_t{1} << 20;
 constexpr int64_t kFallbackWork = int64_t{1} << 28;
 constexpr int64_t kOptimalWork = int64_t{1} << 30;
+// `optimal`'s charge per visit of its heuristic's walk (SearchOptions::walk_visit_work): a
+// visit took ~10 ns on x=8,y=32,z=2,w=8 refined into atoms, where the nominal unit per device
+// undercharged the walks ~6x and `optimal` ran ~7 s on its budget.
+constexpr int64_t kOptimalWalkVisitWork = 8;
 // `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
 // Transfer (~150 bytes), and checking and pricing the step visit each one.
 constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
@@ -1858,11 +1862,13 @@ absl::StatusOr<std::vector<Step>> BranchAndBound(const Mesh& mesh, const DistTyp
                                                  const DistType& to,
                                                  const SynthesisOptions& options,
                                                  std::optional<std::vector<Step>> normal,
-                                                 int64_t max_work, bool* gave_up) {
+                                                 int64_t max_work, int64_t walk_visit_work,
+                                                 bool* gave_up) {
   SearchOptions search;
   search.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   search.max_states = options.max_states;
   search.max_work = max_work;
+  search.walk_visit_work = walk_visit_work;
   search.fill_permute_pairs = false;
   search.bytes_bound = true;
   search.cost_model = TimeModel(options);
@@ -1921,7 +1927,8 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
       n.ok()) {
     normal = *std::move(n);
   }
-  return BranchAndBound(mesh, from, to, options, std::move(normal), kOptimalWork, gave_up);
+  return BranchAndBound(mesh, from, to, options, std::move(normal), kOptimalWork,
+                        kOptimalWalkVisitWork, gave_up);
 }
 
 // Whether `normal` ends with BranchAndBound: under the time objective with a model whose axes
@@ -2031,7 +2038,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
       if (incumbent == nullptr && NormalSearches(mesh, options)) {
         bool searched_out = false;  // Then normal's plan stands.
         normal = BranchAndBound(mesh, from, to, options, *std::move(normal), kNormalSearchWork,
-                                &searched_out);
+                                /*walk_visit_work=*/0, &searched_out);
         if (!normal.ok()) return normal.status();
       }
       steps = *std::move(normal);

@@ -642,9 +642,42 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
         EXPECT_EQ(got.worst, worst) << where << " walk " << static_cast<int>(walk);
         EXPECT_TRUE(got.total == (need_total ? total : -1))
             << where << " walk " << static_cast<int>(walk);
+        // What searches charge for the walk: at least one tuple, and for the walk over every
+        // tuple at most the tuples of the axes either type uses (fewer where a tuple of the
+        // outer axes holds nothing, so the innermost axis is not walked).
+        EXPECT_GE(got.visits, 1) << where << " walk " << static_cast<int>(walk);
+        if (walk == internal::LackingWalk::kEveryTuple) {
+          int64_t tuples = 1;
+          for (const MeshAxis& axis : mesh_axes) {
+            if (AxisUse(from, axis.name) >= 0 || AxisUse(to, axis.name) >= 0) tuples *= axis.size;
+          }
+          EXPECT_LE(got.visits, tuples) << where;
+        }
       }
     }
   }
+}
+
+// `optimal`'s charge per visit of the heuristic's walk (SearchOptions::walk_visit_work): on a
+// mesh of many atoms the walks cost more than one unit per device, and the search must pay
+// for them, with the same result.
+TEST(WalkVisitWork, ChargesTheWalksWithoutChangingTheResult) {
+  const Mesh mesh = M("a=2,b=2,c=2,d=2,e=2");
+  const DistType from = test::T(mesh, "f32[1024{a,b,c},1024{d}]");
+  const DistType to = test::T(mesh, "f32[1024{d,e},1024{a,b}]");
+  SearchOptions options;
+  options.max_local_bytes = std::max(LocalBytes(mesh, from), LocalBytes(mesh, to));
+  const CostModel model;
+  options.cost_model = &model;
+  options.bytes_bound = true;
+  SearchStats nominal, charged;
+  absl::StatusOr<std::vector<Step>> a = SearchPlan(mesh, from, to, options, &nominal);
+  options.walk_visit_work = 8;
+  absl::StatusOr<std::vector<Step>> b = SearchPlan(mesh, from, to, options, &charged);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*a, *b);
+  EXPECT_GT(charged.work, nominal.work);
 }
 
 // Under a model whose slow axes the plan must cross with most of the data, the slice bound
