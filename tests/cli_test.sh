@@ -9,7 +9,7 @@ reshard=${1:?usage: cli_test.sh PATH/TO/reshard}
 work=$(mktemp -d "${TMPDIR:-/tmp}/reshard-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The example (XLA's full-rematerialisation case). Both sides hold 2*16*4 = 8*2*8 = 256
+# The example (8x the memory under XLA's full-rematerialisation fallback). Both sides hold 2*16*4 = 8*2*8 = 256
 # f32 elements per device, so the memory bound is 1024 bytes.
 MESH='x=4,y=2'
 FROM='f32[8{x},16,8{y}]'

@@ -143,7 +143,7 @@ while IFS=';' read -r mesh from to other; do
 done <<<"$random_cases"
 
 # The sub-axis plan itself runs (not a whole-axis fallback): on x=2,y=4 optimal moves
-# f32[8{x},16{y}] -> f32[8{y},16{x}] in 2 steps (all_to_all over y:(2)2, then a permute),
+# f32[8{x},16{y}] -> f32[8{y},16{x}] in 2 steps (a permute, then an all_to_all over y:(2)2),
 # where the best whole-axis plan needs 3.
 run 8 --mesh x=2,y=4 --from 'f32[8{x},16{y}]' --to 'f32[8{y},16{x}]' --strategy optimal --json
 { [ "$rc" = 0 ] && grep -q '"ok":true' <<<"$out" && grep -q '"steps":2,' <<<"$out"; } ||

@@ -43,8 +43,9 @@
 namespace reshard {
 namespace {
 
-// The built-in example: XLA's SPMD partitioner handles this axis move by "involuntary full
-// rematerialization" (all-gather everything, then slice), 8x the local size of either side.
+// The built-in example: an axis move on which XLA's fallback, "involuntary full
+// rematerialization" (all-gather everything, then slice; `naive`), takes 8x the local size of
+// either side.
 constexpr absl::string_view kExampleMesh = "x=4,y=2";
 constexpr absl::string_view kExampleFrom = "f32[8{x},16,8{y}]";
 constexpr absl::string_view kExampleTo = "f32[8,16{x,y},8]";
@@ -508,8 +509,8 @@ constexpr absl::string_view kSyntax =
 int PrintIntro() {
   std::cout << "reshard " << RESHARD_VERSION << "\n\n"
             << kDescription << "\n\n"
-            << "Example: XLA's SPMD partitioner moves axis x from dimension 0 to dimension 1 by\n"
-            << "\"involuntary full rematerialization\" (gather everything, then slice).\n\n"
+            << "Example: moving axes x and y into dimension 1. XLA's fallback, \"involuntary full\n"
+            << "rematerialization\" (gather everything, then slice), would take 8x the memory.\n\n"
             << "  $ reshard plan --mesh " << kExampleMesh << " --from '" << kExampleFrom
             << "' --to '" << kExampleTo << "'\n\n";
   ProblemFlags example;
