@@ -1141,7 +1141,9 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
 // adds. No byte crosses an axis the gathers do not span, so under a model with slow axes this
 // can beat every valley, whose middle permutes: x=2,y=3,z=2 with z slow, [768{x},768] ->
 // [768{z,x},768{y}] is slice y, all_gather x, slice [z,x] (2.3 µs; a permute over z: 27.9).
-// nullopt when the types sum over different axes or a step would exceed the bound.
+// A gather that would exceed the bound parks its most minor axes in a finished dimension
+// first (see below). nullopt when the types sum over different axes or a step would exceed
+// the bound.
 std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
@@ -1167,22 +1169,55 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
     }
     if (!slice(i, std::move(axes))) return std::nullopt;
   }
+  // A gather that would exceed the bound may first park the most minor of its axes in a
+  // dimension already as `to` has it (an all_to_all), and gather them there last.
+  int parked_dim = -1;
+  std::vector<std::string> parked;
+  auto fits = [&](const DistType& type) { return LocalBytes(mesh, type) <= bound; };
   for (int i = 0; i < from.rank(); ++i) {
     const std::vector<std::string>& have = from.dims[i].axes;
     if (keep[i] == have.size()) continue;
     std::vector<std::string> axes(have.begin() + static_cast<std::ptrdiff_t>(keep[i]), have.end());
-    if (!builder.TryApply(Collective::AllGather(std::move(axes), i)) ||
-        LocalBytes(mesh, builder.current()) > bound) {
-      return std::nullopt;
+    absl::StatusOr<DistType> gathered =
+        ApplyRule(mesh, builder.current(), Collective::AllGather(axes, i));
+    if (!gathered.ok()) return std::nullopt;
+    if (fits(*gathered)) {
+      builder.Apply(Collective::AllGather(std::move(axes), i));
+      continue;
     }
+    bool placed = false;
+    for (size_t p = 1; p < axes.size() && parked_dim < 0 && !placed; ++p) {
+      std::vector<std::string> minor(axes.end() - static_cast<std::ptrdiff_t>(p), axes.end());
+      std::vector<std::string> rest(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(p));
+      for (int j = 0; j < from.rank() && !placed; ++j) {
+        if (j == i || builder.current().dims[j].axes != to.dims[j].axes) continue;
+        absl::StatusOr<DistType> moved =
+            ApplyRule(mesh, builder.current(), Collective::AllToAll(minor, i, j));
+        if (!moved.ok()) continue;
+        absl::StatusOr<DistType> rest_gathered =
+            ApplyRule(mesh, *moved, Collective::AllGather(rest, i));
+        if (!rest_gathered.ok() || !fits(*rest_gathered)) continue;
+        builder.Apply(Collective::AllToAll(minor, i, j));
+        builder.Apply(Collective::AllGather(std::move(rest), i));
+        parked_dim = j;
+        parked = std::move(minor);
+        placed = true;
+      }
+    }
+    if (!placed) return std::nullopt;
   }
   for (int i = 0; i < to.rank(); ++i) {
+    if (i == parked_dim) continue;
     const std::vector<std::string>& want = to.dims[i].axes;
     const size_t present = builder.current().dims[i].axes.size();
-    if (!slice(i, std::vector<std::string>(want.begin() + static_cast<std::ptrdiff_t>(present),
+    if (present > want.size() ||
+        !slice(i, std::vector<std::string>(want.begin() + static_cast<std::ptrdiff_t>(present),
                                            want.end()))) {
       return std::nullopt;
     }
+  }
+  if (parked_dim >= 0 && !builder.TryApply(Collective::AllGather(parked, parked_dim))) {
+    return std::nullopt;
   }
   if (builder.steps().empty() || builder.current().dims != to.dims) return std::nullopt;
   builder.steps().back().type = to;  // Partial axes as the caller lists them.

@@ -989,6 +989,18 @@ TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
                    SkewedModel(), 1.02);
 }
 
+TEST(NormalTest, GatherThenSliceParksAPieceWhereTheFullGatherWouldNotFit) {
+  // x fast, y slow. Gathering all of x in dimension 0 would hold twice the bound; parking its
+  // minor piece x:(4)2 in dimension 1 first (an all_to_all over x) lets the rest gather, y
+  // slice, and the parked piece gather last: nothing crosses y (4.338 µs, optimal's plan; the
+  // valley permutes over y, 7.369 µs).
+  ExpectNormalPlan(
+      "x=8,y=2", "f32[48{x},768]", "f32[48{y},768]",
+      {CollectiveKind::kAllToAll, CollectiveKind::kAllGather, CollectiveKind::kAllGather,
+       CollectiveKind::kAllSlice, CollectiveKind::kAllGather},
+      *ParseCostModel("x=1:300,y=5:100"), 4.338);
+}
+
 TEST(NormalTest, GatherOverAFastPieceThenPermuteAvoidsTheSlowGather) {
   // y (slow) is dropped, major to x: valleys permute and then gather y (10.0 µs). Gathering
   // x's minor piece x:(4)2, the same number of devices over the fast axis, and permuting at
