@@ -1142,11 +1142,14 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
 // can beat every valley, whose middle permutes: x=2,y=3,z=2 with z slow, [768{x},768] ->
 // [768{z,x},768{y}] is slice y, all_gather x, slice [z,x] (2.3 µs; a permute over z: 27.9).
 // A gather that would exceed the bound parks its most minor axes in a finished dimension
-// first (see below). nullopt when the types sum over different axes or a step would exceed
-// the bound.
+// first (see below); sums `from` has and `to` drops are reduce_scattered in the slices' place.
+// nullopt when `to` does not split over such a sum's axes or a step would exceed the bound.
 std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
-  if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
+  // The sums `to` drops are reduce_scattered where `to` splits over their axes.
+  for (const std::string& axis : from.partial) {
+    if (AxisUse(to, axis) == kUnused) return std::nullopt;
+  }
   const int64_t bound = MemoryBoundBytes(mesh, from, to);
   std::vector<size_t> keep(from.rank());
   for (int i = 0; i < from.rank(); ++i) {
@@ -1157,8 +1160,20 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
     }
   }
   StepBuilder builder(mesh, from);
-  auto slice = [&](int i, std::vector<std::string> axes) {
-    return axes.empty() || builder.TryApply(Collective::AllSlice(std::move(axes), i));
+  // Appends `axes` to dimension i: slices, and reduce_scatters for the pending sums.
+  auto slice = [&](int i, const std::vector<std::string>& axes) {
+    for (size_t k = 0; k < axes.size();) {
+      const bool partial = AxisUse(builder.current(), axes[k]) == kPartial;
+      std::vector<std::string> run;
+      while (k < axes.size() && (AxisUse(builder.current(), axes[k]) == kPartial) == partial) {
+        run.push_back(axes[k++]);
+      }
+      if (!builder.TryApply(partial ? Collective::ReduceScatter(std::move(run), i)
+                                    : Collective::AllSlice(std::move(run), i))) {
+        return false;
+      }
+    }
+    return true;
   };
   for (int i = 0; i < from.rank(); ++i) {  // Appends to dimensions that keep everything.
     if (keep[i] < from.dims[i].axes.size()) continue;
@@ -1167,7 +1182,7 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
       if (AxisUse(from, to.dims[i].axes[k]) != kUnused) break;
       axes.push_back(to.dims[i].axes[k]);
     }
-    if (!slice(i, std::move(axes))) return std::nullopt;
+    if (!slice(i, axes)) return std::nullopt;
   }
   // A gather that would exceed the bound may first park the most minor of its axes in a
   // dimension already as `to` has it (an all_to_all), and gather them there last.
@@ -1219,7 +1234,10 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   if (parked_dim >= 0 && !builder.TryApply(Collective::AllGather(parked, parked_dim))) {
     return std::nullopt;
   }
-  if (builder.steps().empty() || builder.current().dims != to.dims) return std::nullopt;
+  if (builder.steps().empty() || builder.current().dims != to.dims ||
+      PartialInMeshOrder(mesh, builder.current()) != PartialInMeshOrder(mesh, to)) {
+    return std::nullopt;
+  }
   builder.steps().back().type = to;  // Partial axes as the caller lists them.
   return std::move(builder.steps());
 }

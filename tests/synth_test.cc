@@ -1001,6 +1001,17 @@ TEST(NormalTest, GatherThenSliceParksAPieceWhereTheFullGatherWouldNotFit) {
       *ParseCostModel("x=1:300,y=5:100"), 4.338);
 }
 
+TEST(NormalTest, GatherThenSliceReduceScattersThePendingSum) {
+  // x fast, y slow; the sum over y lands where `to` splits over y: park x:(4)2, gather the
+  // rest of x with the sum pending, reduce_scatter y, gather the parked piece (9.088 µs,
+  // optimal's plan; the valley's reduce_scatter, permute and three gathers, 13.05 µs).
+  ExpectNormalPlan(
+      "x=8,y=2", "f32[96,48{x}] partial{y}", "f32[96,48{y}]",
+      {CollectiveKind::kAllToAll, CollectiveKind::kAllGather, CollectiveKind::kAllGather,
+       CollectiveKind::kReduceScatter, CollectiveKind::kAllGather},
+      *ParseCostModel("x=1:300,y=5:100"), 9.088);
+}
+
 TEST(NormalTest, GatherOverAFastPieceThenPermuteAvoidsTheSlowGather) {
   // y (slow) is dropped, major to x: valleys permute and then gather y (10.0 µs). Gathering
   // x's minor piece x:(4)2, the same number of devices over the fast axis, and permuting at
