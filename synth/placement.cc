@@ -179,12 +179,12 @@ struct WalkedAxis {
   int64_t size, from_step, to_step;
 };
 
-// LackingElements' kFixedTuples walk, in units of kEveryTuple's visit of one tuple: per fixed
-// tuple and dimension a constant part, plus CommonIndices' walk over the intervals of one
+// LackingElements' kFixedTuples walk per fixed tuple, in units of kEveryTuple's visit of one
+// tuple: per dimension a constant part, plus CommonIndices' walk over the intervals of one
 // type's free digits, each counted on the other type's digits. kCheaper takes the walk with
 // the smaller estimate.
 constexpr int64_t kFixedDimCost = 12;
-int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fixed_tuples) {
+int64_t FixedTupleCost(absl::Span<const WalkedAxis> used, int rank) {
   // An axis as one type sees it: its dimension there, its dimension in the other type, and
   // its offset step there.
   struct Seen {
@@ -221,7 +221,7 @@ int64_t FixedTuplesCost(absl::Span<const WalkedAxis> used, int rank, int64_t fix
           intervals[0] <= intervals[1] ? intervals[0] * digits[1] : intervals[1] * digits[0];
     }
   }
-  return fixed_tuples * per_tuple;
+  return per_tuple;
 }
 
 // Lacking from a walk's least held elements and (with need_total) the sum of held over the
@@ -699,8 +699,9 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
       (walk == LackingWalk::kCheaper && walked >= kByDimensionMinTuples)) {
     split = SplitByDimension(used, rank);
   }
+  const int64_t fixed_tuple_cost = FixedTupleCost(used, rank);
   if (walk == LackingWalk::kCheaper) {
-    const int64_t fixed_cost = FixedTuplesCost(used, rank, fixed_tuples);
+    const int64_t fixed_cost = fixed_tuples * fixed_tuple_cost;
     const int64_t by_dimension = split ? ByDimensionCost(*split) : walked;
     walk = by_dimension < std::min(walked, fixed_cost) ? LackingWalk::kByDimension
            : fixed_cost >= walked                      ? LackingWalk::kEveryTuple
@@ -810,10 +811,9 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
   int64_t least_held = std::numeric_limits<int64_t>::max();
   __int128 held_sum = 0;
   int64_t unused_work = 0;
-  const int64_t visits_per_tuple = FixedTuplesCost(used, rank, 1);
   int64_t visits = 0;
   while (true) {
-    visits += visits_per_tuple;
+    visits += fixed_tuple_cost;
     int64_t least = 1;
     __int128 sum = 1;
     for (int i = 0; i < rank && (need_total || least > 0); ++i) {

@@ -1193,33 +1193,32 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
     const std::vector<std::string>& have = from.dims[i].axes;
     if (keep[i] == have.size()) continue;
     std::vector<std::string> axes(have.begin() + static_cast<std::ptrdiff_t>(keep[i]), have.end());
-    absl::StatusOr<DistType> gathered =
-        ApplyRule(mesh, builder.current(), Collective::AllGather(axes, i));
+    Collective gather = Collective::AllGather(axes, i);
+    absl::StatusOr<DistType> gathered = ApplyRule(mesh, builder.current(), gather);
     if (!gathered.ok()) return std::nullopt;
     if (fits(*gathered)) {
-      builder.Apply(Collective::AllGather(std::move(axes), i));
+      builder.Append({Step{std::move(gather), *std::move(gathered)}});
       continue;
     }
-    bool placed = false;
-    for (size_t p = 1; p < axes.size() && parked_dim < 0 && !placed; ++p) {
+    if (parked_dim >= 0) return std::nullopt;  // One dimension parks at most.
+    for (size_t p = 1; p < axes.size() && parked_dim < 0; ++p) {
       std::vector<std::string> minor(axes.end() - static_cast<std::ptrdiff_t>(p), axes.end());
-      std::vector<std::string> rest(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(p));
-      for (int j = 0; j < from.rank() && !placed; ++j) {
+      Collective rest = Collective::AllGather(
+          std::vector<std::string>(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(p)), i);
+      for (int j = 0; j < from.rank() && parked_dim < 0; ++j) {
         if (j == i || builder.current().dims[j].axes != to.dims[j].axes) continue;
-        absl::StatusOr<DistType> moved =
-            ApplyRule(mesh, builder.current(), Collective::AllToAll(minor, i, j));
+        Collective park = Collective::AllToAll(minor, i, j);
+        absl::StatusOr<DistType> moved = ApplyRule(mesh, builder.current(), park);
         if (!moved.ok()) continue;
-        absl::StatusOr<DistType> rest_gathered =
-            ApplyRule(mesh, *moved, Collective::AllGather(rest, i));
+        absl::StatusOr<DistType> rest_gathered = ApplyRule(mesh, *moved, rest);
         if (!rest_gathered.ok() || !fits(*rest_gathered)) continue;
-        builder.Apply(Collective::AllToAll(minor, i, j));
-        builder.Apply(Collective::AllGather(std::move(rest), i));
+        builder.Append({Step{std::move(park), *std::move(moved)},
+                        Step{rest, *std::move(rest_gathered)}});
         parked_dim = j;
-        parked = std::move(minor);
-        placed = true;
+        parked = minor;
       }
     }
-    if (!placed) return std::nullopt;
+    if (parked_dim < 0) return std::nullopt;
   }
   for (int i = 0; i < to.rank(); ++i) {
     if (i == parked_dim) continue;
@@ -1245,8 +1244,8 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
 // Where `to` only gathers (each of its dimensions a prefix of `from`'s, the same sums): one
 // permute first puts unused axes that are strictly faster under `model` (smaller alpha and
 // larger bandwidth) in the place of gathered axes of the same size, the most major gathered
-// ones first, then the gathers run minor first, so the slow axes left are gathered at the
-// smallest sizes and the substitutes last. E.g. x fast, y slow, on the prime-factor
+// ones first, then the ascent gathers, which the chains (SplitGroups) run minor first: the
+// slow axes left are gathered at the smallest sizes and the substitutes last. E.g. x fast, y slow, on the prime-factor
 // refinement: x=4,y=8 [96{y},48] -> [96,48] permutes to [96{x,y:(4)2},48] and gathers
 // y:(4)2, x:(2)2, x:(1)2 (12.09 µs, optimal's plan; gathering y's atoms: 15.16). nullopt when
 // no gathered axis has such a substitute.
@@ -1265,7 +1264,6 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
     return ca.alpha_us < cb.alpha_us && ca.gbps > cb.gbps;
   };
   DistType relabeled = from;
-  bool any = false;
   for (int i = 0; i < from.rank(); ++i) {
     const std::vector<std::string>& have = from.dims[i].axes;
     const size_t kept = to.dims[i].axes.size();
@@ -1282,22 +1280,15 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
       }
     }
     if (substitutes.empty()) continue;
-    any = true;
     std::vector<std::string>& axes = relabeled.dims[i].axes;
     axes.resize(kept);
     axes.insert(axes.end(), substitutes.begin(), substitutes.end());
     axes.insert(axes.end(), slow.begin(), slow.end());
   }
-  if (!any) return std::nullopt;
+  if (relabeled == from) return std::nullopt;
   StepBuilder builder(mesh, from);
   builder.Permute(relabeled);
-  for (int i = 0; i < to.rank(); ++i) {
-    while (builder.current().dims[i].axes.size() > to.dims[i].axes.size()) {
-      if (!builder.TryApply(Collective::AllGather({builder.current().dims[i].axes.back()}, i))) {
-        return std::nullopt;
-      }
-    }
-  }
+  EmitAscent(to, relabeled, builder);
   builder.steps().back().type = to;  // Partial axes as the caller lists them.
   return std::move(builder.steps());
 }

@@ -35,14 +35,16 @@ check() {
   fi
 }
 
+# flush: checks the transcript collected so far (if any) and starts a new one.
+flush() {
+  if [ -n "$command" ]; then check "$file" "$start" "$command" "$work/expected"; fi
+  command=""
+  : >"$work/expected"
+}
+
 for file in "$@"; do
   in_block=0 command="" start=0 continued=0 n=0
   : >"$work/expected"
-  flush() {
-    if [ -n "$command" ]; then check "$file" "$start" "$command" "$work/expected"; fi
-    command=""
-    : >"$work/expected"
-  }
   while IFS= read -r text || [ -n "$text" ]; do
     n=$((n + 1))
     if [[ "$text" == '```'* ]]; then
