@@ -1212,8 +1212,8 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
         if (!moved.ok()) continue;
         absl::StatusOr<DistType> rest_gathered = ApplyRule(mesh, *moved, rest);
         if (!rest_gathered.ok() || !fits(*rest_gathered)) continue;
-        builder.Append({Step{std::move(park), *std::move(moved)},
-                        Step{rest, *std::move(rest_gathered)}});
+        builder.Append(
+            {Step{std::move(park), *std::move(moved)}, Step{rest, *std::move(rest_gathered)}});
         parked_dim = j;
         parked = minor;
       }
@@ -1245,10 +1245,10 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
 // permute first puts unused axes that are strictly faster under `model` (smaller alpha and
 // larger bandwidth) in the place of gathered axes of the same size, the most major gathered
 // ones first, then the ascent gathers, which the chains (SplitGroups) run minor first: the
-// slow axes left are gathered at the smallest sizes and the substitutes last. E.g. x fast, y slow, on the prime-factor
-// refinement: x=4,y=8 [96{y},48] -> [96,48] permutes to [96{x,y:(4)2},48] and gathers
-// y:(4)2, x:(2)2, x:(1)2 (12.09 µs, optimal's plan; gathering y's atoms: 15.16). nullopt when
-// no gathered axis has such a substitute.
+// slow axes left are gathered at the smallest sizes and the substitutes last. E.g. x fast, y slow,
+// on the prime-factor refinement: x=4,y=8 [96{y},48] -> [96,48] permutes to [96{x,y:(4)2},48] and
+// gathers y:(4)2, x:(2)2, x:(1)2 (12.09 µs, optimal's plan; gathering y's atoms: 15.16). nullopt
+// when no gathered axis has such a substitute.
 std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistType& from,
                                                    const DistType& to, const CostModel& model) {
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
