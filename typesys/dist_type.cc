@@ -322,7 +322,11 @@ std::vector<int64_t> LocalShape(const Mesh& mesh, const DistType& type) {
 
 int64_t LocalElements(const Mesh& mesh, const DistType& type) {
   int64_t elements = 1;
-  for (int64_t size : LocalShape(mesh, type)) elements *= size;
+  for (const Dim& dim : type.dims) {
+    const int64_t shards = mesh.GroupSize(dim.axes);
+    RESHARD_CHECK(dim.size % shards == 0) << "type " << ToString(type) << " is not valid";
+    elements *= dim.size / shards;
+  }
   return elements;
 }
 
