@@ -2255,14 +2255,15 @@ Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
       RoundCostUs(CostUs(atoms, from, steps, options.cost_model)) > rival->cost_us) {
     return plan;
   }
-  Plan split = plan;
-  split.mesh = atoms;
-  split.source = from;
-  split.target = refinement.Refine(plan.target);
-  split.steps = std::move(steps);
-  split.metrics = ComputeMetrics(atoms, from, split.steps, options.cost_model);
-  if (!Better(split.metrics, plan.metrics, options.objective)) return plan;
-  Plan coarse = CoarsenPlan(refinement.mesh(), std::move(split));
+  Metrics metrics = ComputeMetrics(atoms, from, steps, options.cost_model);
+  if (!Better(metrics, plan.metrics, options.objective)) return plan;
+  // `plan` becomes the split plan on the atoms, then coarsened.
+  plan.mesh = atoms;
+  plan.source = from;
+  plan.target = refinement.Refine(plan.target);
+  plan.steps = std::move(steps);
+  plan.metrics = metrics;
+  Plan coarse = CoarsenPlan(refinement.mesh(), std::move(plan));
   DebugCheck(coarse, "split an ill-typed plan");
   return coarse;
 }

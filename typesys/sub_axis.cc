@@ -158,6 +158,13 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
                                                       bool prime_factors) {
   AxisRefinement r;
   r.mesh_ = mesh;
+  if (refs.empty() && !prime_factors) {
+    // The identity, as the general path below builds it (one atom per axis, named as the
+    // axis), without re-validating the mesh: synthesis asks for it on every call.
+    r.refined_ = mesh;
+    for (const MeshAxis& axis : mesh.axes()) r.breakpoints_.push_back({1, axis.size});
+    return r;
+  }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string>>> points(mesh.num_axes());
   for (const std::string& ref : refs) {
@@ -275,11 +282,16 @@ absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
   if (refs.empty()) return plan;
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);
   if (!r.ok()) return r.status();
-  Plan out = plan;
+  // Field by field: a copy of `plan` would copy the steps only to replace them.
+  Plan out;
   out.mesh = r->refined();
   out.source = r->Refine(plan.source);
   out.target = r->Refine(plan.target);
+  out.strategy = plan.strategy;
   out.steps = r->Refine(plan.steps);
+  out.metrics = plan.metrics;
+  out.cost_model = plan.cost_model;
+  out.optimality = plan.optimality;
   return out;
 }
 
