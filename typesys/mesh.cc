@@ -99,6 +99,17 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
   return mesh;
 }
 
+Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
+  Mesh mesh;
+  mesh.axes_ = std::move(atoms);
+  mesh.num_devices_ = num_devices;
+#ifndef NDEBUG
+  const absl::StatusOr<Mesh> checked = Create(mesh.axes_);
+  RESHARD_CHECK(checked.ok() && checked->num_devices_ == num_devices) << checked.status();
+#endif
+  return mesh;
+}
+
 int Mesh::AxisIndex(std::string_view name) const {
   // On every path that names axes by string (types, collectives), so cheap rejections first:
   // length, the first character (where atoms of different axes, `x:(1)2` and `y:(1)2`,

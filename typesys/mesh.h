@@ -120,6 +120,11 @@ class Mesh {
   bool operator==(const Mesh&) const = default;
 
  private:
+  friend class AxisRefinement;
+  // The refinement of a mesh of `num_devices` devices into `atoms` (AxisRefinement::Create),
+  // which are valid by construction: Create's checks, which parse every name, are skipped.
+  static Mesh FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices);
+
   std::vector<MeshAxis> axes_;
   int64_t num_devices_ = 0;
 };

@@ -166,7 +166,7 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     return r;
   }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
-  std::vector<std::vector<std::pair<int64_t, std::string>>> points(mesh.num_axes());
+  std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
   for (const std::string& ref : refs) {
     if (absl::Status s = mesh.CheckAxisRef(ref); !s.ok()) return s;
     const Mesh::Digit d = mesh.Resolve(ref);
@@ -176,10 +176,11 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     points[d.index].emplace_back(pre * d.size, ref);
   }
   std::vector<MeshAxis> atoms;
+  std::vector<int64_t> factors;
   r.breakpoints_.resize(mesh.num_axes());
   for (int a = 0; a < mesh.num_axes(); ++a) {
     const MeshAxis& axis = mesh.axes()[a];
-    std::vector<std::pair<int64_t, std::string>>& p = points[a];
+    std::vector<std::pair<int64_t, std::string_view>>& p = points[a];
     p.emplace_back(1, axis.name);
     p.emplace_back(axis.size, axis.name);
     std::sort(p.begin(), p.end());
@@ -189,12 +190,12 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
       if (p[i].first == b.back()) continue;
       if (p[i].first % b.back() != 0) {
         const int64_t last = b.back();
-        const std::string& other =
-            std::find_if(p.begin(), p.end(), [last](const auto& q) { return q.first == last; })
-                ->second;
+        const std::string_view other = std::find_if(p.begin(), p.end(), [last](const auto& q) {
+                                         return q.first == last;
+                                       })->second;
         return absl::InvalidArgumentError(absl::StrCat(
-            "mesh axis pieces '", other, "' and '", p[i].second, "' of axis '", axis.name,
-            "' (size ", axis.size, ") do not nest: no split of the axis has both"));
+            "mesh axis pieces '", Absl(other), "' and '", Absl(p[i].second), "' of axis '",
+            axis.name, "' (size ", axis.size, ") do not nest: no split of the axis has both"));
       }
       b.push_back(p[i].first);
     }
@@ -202,7 +203,7 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     if (prime_factors) {
       std::vector<int64_t> fine = {1};
       for (size_t j = 0; j + 1 < b.size(); ++j) {
-        std::vector<int64_t> factors;
+        factors.clear();
         AppendPrimeFactors(b[j + 1] / b[j], &factors);
         for (int64_t f : factors) fine.push_back(fine.back() * f);
         if (factors.empty()) fine.push_back(b[j + 1]);  // 1 -> 1 only for size-1 axes.
@@ -211,13 +212,14 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     }
     for (size_t j = 0; j + 1 < b.size(); ++j) {
       const int64_t size = b[j + 1] / b[j];
+      // AxisRefName's spelling, without building an AxisRef.
       atoms.push_back(MeshAxis{
-          b.size() == 2 ? axis.name : AxisRefName(AxisRef{axis.name, b[j], size}), size});
+          b.size() == 2 ? axis.name : absl::StrCat(axis.name, ":(", b[j], ")", size), size});
     }
   }
-  absl::StatusOr<Mesh> refined = Mesh::Create(std::move(atoms));
-  RESHARD_CHECK(refined.ok()) << refined.status();
-  r.refined_ = *std::move(refined);
+  // Valid by construction (the pieces of a valid mesh's axes, named once each): Mesh::Create
+  // would parse every name again.
+  r.refined_ = Mesh::FromAtoms(std::move(atoms), mesh.num_devices());
   return r;
 }
 
