@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "llvm/ADT/StringMap.h"
 #include "lowering/dialect.h"
 #include "lowering/lowering.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -113,6 +114,10 @@ struct ReshardSpmdizationPass
 
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
+  // Plan and emitted plan (Resharding) per synthesis problem, across the functions this
+  // instance runs on (MLIR gives each thread its own instance); cleared when full.
+  llvm::StringMap<std::pair<Plan, Plan>> plans_;
+  static constexpr size_t kMaxMemoisedPlans = 4096;
   // True when anchored on a module: synthesis may use sub-axes, and plans that do are emitted
   // on refined meshes added to the module.
   bool sub_axes_ = false;
@@ -156,6 +161,16 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   }
   absl::StatusOr<DistType> from_type = ConvertSharding(*m, global, from);
   if (!from_type.ok()) return source.emitError(Ref(from_type.status()));
+  // Models repeat one resharding in every layer: the plans are memoised by everything
+  // Synthesize reads (the options are the pass's own, the types spell the global shape).
+  const std::string key =
+      absl::StrCat(Absl(StrategyName(parsed)), sub_axes_ ? " sub-axes " : " ", m->ToString(), " ",
+                   ToString(*from_type), " -> ", ToString(*type));
+  if (auto known = plans_.find(key); known != plans_.end()) {
+    reshardings_[shard.getOperation()] = {mesh_op, *m, known->second.first, global,
+                                          known->second.second};
+    return mlir::success();
+  }
   SynthesisOptions options;
   options.strategy = parsed;
   options.sub_axes = sub_axes_;
@@ -182,6 +197,8 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   if (!sub_axes_ && !(emitted->mesh == *m)) {
     return shard.emitError("internal: a whole-axis plan names sub-axes");
   }
+  if (plans_.size() >= kMaxMemoisedPlans) plans_.clear();
+  plans_.try_emplace(key, *plan, *emitted);
   reshardings_[shard.getOperation()] = {mesh_op, *m, *std::move(plan), global,
                                         *std::move(emitted)};
   return mlir::success();
