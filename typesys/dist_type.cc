@@ -309,24 +309,27 @@ int64_t GlobalElements(const DistType& type) {
   return elements;
 }
 
+namespace {
+
+int64_t LocalSize(const Mesh& mesh, const DistType& type, const Dim& dim) {
+  const int64_t shards = mesh.GroupSize(dim.axes);
+  RESHARD_CHECK(dim.size % shards == 0) << "type " << ToString(type) << " is not valid";
+  return dim.size / shards;
+}
+
+}  // namespace
+
 std::vector<int64_t> LocalShape(const Mesh& mesh, const DistType& type) {
   std::vector<int64_t> shape;
   shape.reserve(type.dims.size());
-  for (const Dim& dim : type.dims) {
-    int64_t shards = mesh.GroupSize(dim.axes);
-    RESHARD_CHECK(dim.size % shards == 0) << "type " << ToString(type) << " is not valid";
-    shape.push_back(dim.size / shards);
-  }
+  for (const Dim& dim : type.dims) shape.push_back(LocalSize(mesh, type, dim));
   return shape;
 }
 
+// Without LocalShape's vector: on the synthesizer's hot paths (LocalBytes).
 int64_t LocalElements(const Mesh& mesh, const DistType& type) {
   int64_t elements = 1;
-  for (const Dim& dim : type.dims) {
-    const int64_t shards = mesh.GroupSize(dim.axes);
-    RESHARD_CHECK(dim.size % shards == 0) << "type " << ToString(type) << " is not valid";
-    elements *= dim.size / shards;
-  }
+  for (const Dim& dim : type.dims) elements *= LocalSize(mesh, type, dim);
   return elements;
 }
 
