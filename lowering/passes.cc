@@ -116,8 +116,12 @@ struct ReshardSpmdizationPass
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
   // Plan and emitted plan (Resharding) per synthesis problem, across the functions this
   // instance runs on (MLIR gives each thread its own instance); cleared when full.
+  // Bounded by plans and by permute pairs (a permute on a large mesh lists one pair per
+  // moved device, and each plan is held twice, as planned and as emitted).
   llvm::StringMap<std::pair<Plan, Plan>> plans_;
+  int64_t memoised_pairs_ = 0;
   static constexpr size_t kMaxMemoisedPlans = 4096;
+  static constexpr int64_t kMaxMemoisedPairs = int64_t{1} << 22;
   // True when anchored on a module: synthesis may use sub-axes, and plans that do are emitted
   // on refined meshes added to the module.
   bool sub_axes_ = false;
@@ -197,8 +201,18 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   if (!sub_axes_ && !(emitted->mesh == *m)) {
     return shard.emitError("internal: a whole-axis plan names sub-axes");
   }
-  if (plans_.size() >= kMaxMemoisedPlans) plans_.clear();
-  plans_.try_emplace(key, *plan, *emitted);
+  int64_t pairs = 0;
+  for (const Plan* p : {&*plan, &*emitted}) {
+    for (const Step& step : p->steps) pairs += std::ssize(step.op.source_target_pairs);
+  }
+  if (plans_.size() >= kMaxMemoisedPlans || memoised_pairs_ + pairs > kMaxMemoisedPairs) {
+    plans_.clear();
+    memoised_pairs_ = 0;
+  }
+  if (pairs <= kMaxMemoisedPairs) {
+    plans_.try_emplace(key, *plan, *emitted);
+    memoised_pairs_ += pairs;
+  }
   reshardings_[shard.getOperation()] = {mesh_op, *m, *std::move(plan), global,
                                         *std::move(emitted)};
   return mlir::success();
