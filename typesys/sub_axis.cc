@@ -158,13 +158,6 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
                                                       bool prime_factors) {
   AxisRefinement r;
   r.mesh_ = mesh;
-  if (refs.empty() && !prime_factors) {
-    // The identity, as the general path below builds it (one atom per axis, named as the
-    // axis), without re-validating the mesh: synthesis asks for it on every call.
-    r.refined_ = mesh;
-    for (const MeshAxis& axis : mesh.axes()) r.breakpoints_.push_back({1, axis.size});
-    return r;
-  }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
   for (const std::string& ref : refs) {
