@@ -11,6 +11,7 @@
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls;
 // for `optimal`, proven: the cases whose plan it proved optimal (Plan::optimality).
 // BM_PercentilesSkewed/<strategy>/<axes>: the same under a heterogeneous model (SkewedModel).
+// BM_PlanCacheHit/<axes>: see below.
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
+#include "synth/plan_cache.h"
 #include "synth/search.h"
 #include "synth/synthesize.h"
 
@@ -115,6 +117,27 @@ void BM_Percentiles(benchmark::State& state) {
   // (preemption, other load), for comparing two builds.
   state.counters["case_min_p50_us"] = at(fastest, 0.5);
   state.counters["case_min_max_us"] = fastest.empty() ? 0.0 : fastest.back();
+}
+
+// BM_PlanCacheHit/<axes>: PlanCache::Synthesize on a cache already holding `normal`'s plans
+// for every case whose mesh has `axes` axes (0 = all cases), one case per iteration in turn:
+// the latency of a repeated resharding (synth/plan_cache.h), the key's encoding and lookup.
+void BM_PlanCacheHit(benchmark::State& state) {
+  const int axes = static_cast<int>(state.range(0));
+  std::vector<const Case*> cases;
+  for (const Case& c : Cases()) {
+    if (axes == 0 || c.mesh.num_axes() == axes) cases.push_back(&c);
+  }
+  PlanCache cache;
+  for (const Case* c : cases) benchmark::DoNotOptimize(cache.Synthesize(c->mesh, c->from, c->to));
+  size_t k = 0;
+  for (auto _ : state) {
+    const Case& c = *cases[k];
+    k = k + 1 == cases.size() ? 0 : k + 1;
+    PlanCache::Result plan = cache.Synthesize(c.mesh, c.from, c.to);
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["misses"] = static_cast<double>(cache.stats().misses);
 }
 
 // BM_PermutePricing/<n>: one exact permute pricing as the searches do it under a non-uniform
@@ -231,6 +254,11 @@ void Register() {
   }
   for (int n = 0; n < static_cast<int>(std::size(kCommon)); ++n) {
     benchmark::RegisterBenchmark("BM_Common", BM_Common)->Arg(n)->Unit(benchmark::kMicrosecond);
+  }
+  for (int axes : {0, 3}) {
+    benchmark::RegisterBenchmark("BM_PlanCacheHit", BM_PlanCacheHit)
+        ->Arg(axes)
+        ->Unit(benchmark::kMicrosecond);
   }
   for (int search = 0; search < 2; ++search) {
     for (int n = 0; n < static_cast<int>(std::size(kUnit)); ++n) {

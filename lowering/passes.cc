@@ -16,6 +16,7 @@
 // it, sub-axes on) or on func.func (whole-axis plans only, as before sub-axes existed).
 #include "lowering/passes.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -32,6 +33,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "synth/plan_cache.h"
 #include "synth/synthesize.h"
 #include "typesys/absl_compat.h"
 
@@ -52,7 +54,7 @@ llvm::StringRef Ref(const absl::Status& status) { return Ref(status.message()); 
 struct Resharding {
   mesh::MeshOp mesh_op;
   Mesh mesh;
-  Plan plan;  // On `mesh`; may name sub-axes.
+  std::shared_ptr<const Plan> plan;  // On `mesh`; may name sub-axes. Held by PlanCache too.
   RankedTensorType global;
   // RefinePlan(plan): plan itself when it has no sub-axes, else on its refined mesh (emitted
   // on RefinedMeshOp).
@@ -114,14 +116,9 @@ struct ReshardSpmdizationPass
 
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
-  // Plan and emitted plan (Resharding) per synthesis problem, across the functions this
-  // instance runs on (MLIR gives each thread its own instance); cleared when full.
-  // Bounded by plans and by permute pairs (a permute on a large mesh lists one pair per
-  // moved device, and each plan is held twice, as planned and as emitted).
-  llvm::StringMap<std::pair<Plan, Plan>> plans_;
-  int64_t memoised_pairs_ = 0;
-  static constexpr size_t kMaxMemoisedPlans = 4096;
-  static constexpr int64_t kMaxMemoisedPairs = int64_t{1} << 22;
+  // Models repeat one resharding in every layer: plans are cached per synthesis problem,
+  // across the functions this instance runs on (MLIR gives each thread its own instance).
+  PlanCache plans_;
   // True when anchored on a module: synthesis may use sub-axes, and plans that do are emitted
   // on refined meshes added to the module.
   bool sub_axes_ = false;
@@ -165,56 +162,34 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   }
   absl::StatusOr<DistType> from_type = ConvertSharding(*m, global, from);
   if (!from_type.ok()) return source.emitError(Ref(from_type.status()));
-  // Models repeat one resharding in every layer: the plans are memoised by everything
-  // Synthesize reads (the options are the pass's own, the types spell the global shape).
-  const std::string key =
-      absl::StrCat(Absl(StrategyName(parsed)), sub_axes_ ? " sub-axes " : " ", m->ToString(), " ",
-                   ToString(*from_type), " -> ", ToString(*type));
-  if (auto known = plans_.find(key); known != plans_.end()) {
-    reshardings_[shard.getOperation()] = {mesh_op, *m, known->second.first, global,
-                                          known->second.second};
-    return mlir::success();
-  }
   SynthesisOptions options;
   options.strategy = parsed;
   options.sub_axes = sub_axes_;
-  absl::StatusOr<Plan> plan = Synthesize(*m, *from_type, *type, options);
+  PlanCache::Result plan = plans_.Synthesize(*m, *from_type, *type, options);
   if (!plan.ok()) {
     return shard.emitError("reshard cannot reshard ")
            << Print(from) << " -> " << Print(sharding) << " for " << global << " (mesh "
            << Ref(m->ToString()) << ": " << Ref(ToString(*from_type)) << " -> "
            << Ref(ToString(*type)) << "): " << Ref(plan.status());
   }
-  for (size_t i = 0; i < plan->steps.size(); ++i) {
-    if (plan->steps[i].op.kind == CollectiveKind::kAllToAllV) {
+  const std::vector<Step>& steps = (*plan)->steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].op.kind == CollectiveKind::kAllToAllV) {
       return shard.emitError("strategy '")
-             << Ref(plan->strategy) << "' produced all_to_all_v (step " << i + 1
+             << Ref((*plan)->strategy) << "' produced all_to_all_v (step " << i + 1
              << "), which has no mesh-dialect equivalent; use strategy=normal or optimal";
     }
   }
   // Refining a synthesized plan cannot fail (its pieces come from one refinement), but the
   // check costs nothing and keeps rewrite() free of errors that would leave IR half-done.
-  absl::StatusOr<Plan> emitted = RefinePlan(*plan);
+  absl::StatusOr<Plan> emitted = RefinePlan(**plan);
   if (!emitted.ok()) {
     return shard.emitError("reshard cannot lower the plan's sub-axes: ") << Ref(emitted.status());
   }
   if (!sub_axes_ && !(emitted->mesh == *m)) {
     return shard.emitError("internal: a whole-axis plan names sub-axes");
   }
-  int64_t pairs = 0;
-  for (const Plan* p : {&*plan, &*emitted}) {
-    for (const Step& step : p->steps) pairs += std::ssize(step.op.source_target_pairs);
-  }
-  if (plans_.size() >= kMaxMemoisedPlans || memoised_pairs_ + pairs > kMaxMemoisedPairs) {
-    plans_.clear();
-    memoised_pairs_ = 0;
-  }
-  if (pairs <= kMaxMemoisedPairs) {
-    plans_.try_emplace(key, *plan, *emitted);
-    memoised_pairs_ += pairs;
-  }
-  reshardings_[shard.getOperation()] = {mesh_op, *m, *std::move(plan), global,
-                                        *std::move(emitted)};
+  reshardings_[shard.getOperation()] = {mesh_op, *m, *plan, global, *std::move(emitted)};
   return mlir::success();
 }
 
@@ -293,10 +268,10 @@ LogicalResult ReshardSpmdizationPass::rewriteShard(mesh::ShardOp shard, mlir::IR
   absl::StatusOr<Value> out = EmitPlan(builder, shard.getLoc(), mesh_op.getSymName(),
                                        r.emitted.mesh, r.emitted, input);
   if (!out.ok()) return shard.emitError(Ref(out.status()));
-  if (!r.plan.steps.empty()) {
+  if (!r.plan->steps.empty()) {
     Operation* last = out->getDefiningOp();
     if (annotate || validate) {
-      AnnotateChain(last, source.getShard(), shard.getShard(), r.global, r.plan.steps.size());
+      AnnotateChain(last, source.getShard(), shard.getShard(), r.global, r.plan->steps.size());
     }
     if (validate) {
       absl::StatusOr<Plan> back = ImportAnnotatedChain(last, symbols_);

@@ -1,7 +1,9 @@
 // concurrency_test.cc — the core is safe to call from several threads (synth/synthesize.h):
 // Synthesize, CheckPlan, PlanToJson and RunPlan called at once from several threads, on
-// arguments the threads share, give what they give on one thread. scripts/test.sh also runs
-// this binary under ThreadSanitizer (build-tsan/), which reports any data race between them.
+// arguments the threads share, give what they give on one thread; so does a shared PlanCache.
+// scripts/test.sh also runs this binary under ThreadSanitizer (build-tsan/), which reports any
+// data race between them.
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "interp/interpreter.h"
+#include "synth/plan_cache.h"
 #include "synth/synthesize.h"
 #include "typesys/cost_model.h"
 #include "typesys/plan.h"
@@ -102,6 +105,45 @@ TEST(Concurrency, ThreadsGetTheSerialOutcomes) {
     EXPECT_NE(outcome.find(" run ok"), std::string::npos) << outcome;
   }
   EXPECT_EQ(plans, static_cast<int>(serial.size()));
+}
+
+// Threads sharing one PlanCache get Synthesize's answers, and ThreadSanitizer sees no race
+// in its lookups, insertions and evictions.
+TEST(Concurrency, ThreadsShareAPlanCache) {
+  std::vector<Call> calls;
+  for (const Case& c : kCases) {
+    absl::StatusOr<Mesh> mesh = ParseMesh(c.mesh);
+    ASSERT_TRUE(mesh.ok()) << mesh.status();
+    calls.push_back(Call{*mesh, *ParseValidType(*mesh, c.from), *ParseValidType(*mesh, c.to),
+                         SynthesisOptions{.cost_model = *ParseCostModel(c.model)}});
+  }
+  PlanCache cache(PlanCache::Limits{.max_results = 3});  // Fewer than the calls: threads evict.
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 24;
+  std::vector<std::vector<std::shared_ptr<const Plan>>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const Call& call = calls[(r + t) % calls.size()];
+        absl::StatusOr<std::shared_ptr<const Plan>> plan =
+            cache.Synthesize(call.mesh, call.from, call.to, call.options);
+        got[t].push_back(plan.ok() ? *plan : nullptr);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int r = 0; r < kRounds; ++r) {
+      const Call& call = calls[(r + t) % calls.size()];
+      ASSERT_NE(got[t][r], nullptr) << "thread " << t << ", round " << r;
+      EXPECT_EQ(PlanToJson(*got[t][r]),
+                PlanToJson(*Synthesize(call.mesh, call.from, call.to, call.options)));
+    }
+  }
+  const PlanCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.hits + stats.misses, kThreads * kRounds);
+  EXPECT_LE(stats.results, 3);
 }
 
 }  // namespace

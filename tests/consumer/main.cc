@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "interp/interpreter.h"
+#include "synth/plan_cache.h"
 #include "synth/synthesize.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
@@ -36,6 +37,15 @@ int main() {
   int64_t bound = std::max(reshard::LocalBytes(*mesh, *from), reshard::LocalBytes(*mesh, *to));
   if (plan->metrics.peak_local_bytes > bound) {
     std::cerr << "peak " << plan->metrics.peak_local_bytes << " exceeds " << bound << "\n";
+    return 1;
+  }
+  // A partitioner asking again gets the same plan from a cache.
+  reshard::PlanCache cache;
+  reshard::PlanCache::Result first = cache.Synthesize(*mesh, *from, *to);
+  reshard::PlanCache::Result again = cache.Synthesize(*mesh, *from, *to);
+  if (!first.ok() || !again.ok() || first->get() != again->get() ||
+      reshard::PlanToJson(**first) != reshard::PlanToJson(*plan)) {
+    std::cerr << "PlanCache did not return the synthesized plan\n";
     return 1;
   }
   std::cout << "OK " << plan->steps.size() << " steps: " << reshard::PlanToJson(*plan) << "\n";

@@ -1,5 +1,5 @@
 // One resharding repeated (as in every layer of a model) is synthesized once per pass
-// instance and reused: the memo must key on everything the plan depends on. @b has @a's
+// instance and reused: the cache must key on everything the plan depends on. @b has @a's
 // shardings on another global shape, @c repeats @a exactly, @d has @a's source and another
 // target; each gets its own plan, in func.func and module anchoring, single- and
 // multi-threaded, and every emitted chain checks on the interpreter.
