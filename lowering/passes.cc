@@ -66,7 +66,9 @@ struct ReshardSpmdizationPass
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReshardSpmdizationPass)
 
   ReshardSpmdizationPass() = default;
-  ReshardSpmdizationPass(const ReshardSpmdizationPass& other) : PassWrapper(other) {}
+  // Clones (MLIR's per-thread copies) share the plan cache.
+  ReshardSpmdizationPass(const ReshardSpmdizationPass& other)
+      : PassWrapper(other), plans_(other.plans_) {}
   explicit ReshardSpmdizationPass(const SpmdizationOptions& options) {
     strategy = options.strategy;
     annotate = options.annotate;
@@ -117,8 +119,8 @@ struct ReshardSpmdizationPass
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
   // Models repeat one resharding in every layer: plans are cached per synthesis problem,
-  // across the functions this instance runs on (MLIR gives each thread its own instance).
-  PlanCache plans_;
+  // across the functions this pass and its clones run on (PlanCache is thread-safe).
+  std::shared_ptr<PlanCache> plans_ = std::make_shared<PlanCache>();
   // True when anchored on a module: synthesis may use sub-axes, and plans that do are emitted
   // on refined meshes added to the module.
   bool sub_axes_ = false;
@@ -165,7 +167,7 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   SynthesisOptions options;
   options.strategy = parsed;
   options.sub_axes = sub_axes_;
-  PlanCache::Result plan = plans_.Synthesize(*m, *from_type, *type, options);
+  PlanCache::Result plan = plans_->Synthesize(*m, *from_type, *type, options);
   if (!plan.ok()) {
     return shard.emitError("reshard cannot reshard ")
            << Print(from) << " -> " << Print(sharding) << " for " << global << " (mesh "
