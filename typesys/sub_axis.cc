@@ -217,6 +217,12 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
 }
 
 std::vector<std::string> AxisRefinement::Atoms(std::string_view ref) const {
+  std::vector<std::string> out;
+  AppendAtoms(ref, out);
+  return out;
+}
+
+void AxisRefinement::AppendAtoms(std::string_view ref, std::vector<std::string>& out) const {
   const Mesh::Digit d = mesh_.Resolve(ref);
   const int64_t n = mesh_.axes()[d.index].size;
   const int64_t begin = n / (d.stride * d.size), end = begin * d.size;
@@ -224,7 +230,6 @@ std::vector<std::string> AxisRefinement::Atoms(std::string_view ref) const {
   // Atoms are numbered across axes in mesh order; find this axis's first atom.
   int first = 0;
   for (int a = 0; a < d.index; ++a) first += static_cast<int>(breakpoints_[a].size()) - 1;
-  std::vector<std::string> out;
   int64_t covered = 1;
   for (size_t j = 0; j + 1 < b.size(); ++j) {
     if (b[j] >= begin && b[j + 1] <= end) {
@@ -233,33 +238,29 @@ std::vector<std::string> AxisRefinement::Atoms(std::string_view ref) const {
     }
   }
   RESHARD_CHECK(covered == d.size) << "'" << ref << "' does not nest with the refinement";
-  return out;
 }
 
-namespace {
-
-std::vector<std::string> RefineList(const AxisRefinement& r, absl::Span<const std::string> axes) {
+std::vector<std::string> AxisRefinement::RefineList(absl::Span<const std::string> axes) const {
   std::vector<std::string> out;
-  for (const std::string& axis : axes) {
-    std::vector<std::string> atoms = r.Atoms(axis);
-    out.insert(out.end(), atoms.begin(), atoms.end());
-  }
+  out.reserve(axes.size());
+  for (const std::string& axis : axes) AppendAtoms(axis, out);
   return out;
 }
-
-}  // namespace
 
 DistType AxisRefinement::Refine(const DistType& type) const {
-  DistType out = type;
+  // Built afresh rather than copied: every axis list is replaced.
   // Even a trivial refinement maps a whole axis spelled as a piece (`y:(1)4` on y = 4) to `y`.
-  for (Dim& dim : out.dims) dim.axes = RefineList(*this, dim.axes);
-  out.partial = RefineList(*this, type.partial);
+  DistType out;
+  out.element_type = type.element_type;
+  out.dims.reserve(type.dims.size());
+  for (const Dim& dim : type.dims) out.dims.push_back(Dim{dim.size, RefineList(dim.axes)});
+  out.partial = RefineList(type.partial);
   return out;
 }
 
 Collective AxisRefinement::Refine(const Collective& op) const {
   Collective out = op;
-  out.mesh_axes = RefineList(*this, op.mesh_axes);
+  out.mesh_axes = RefineList(op.mesh_axes);
   return out;
 }
 

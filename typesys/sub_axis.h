@@ -96,6 +96,11 @@ class AxisRefinement {
   std::vector<Step> Refine(absl::Span<const Step> steps) const;
 
  private:
+  // Atoms(ref) appended to `out`, and the atoms of every reference of `axes` (the lists the
+  // Refine overloads build, without a vector per reference).
+  void AppendAtoms(std::string_view ref, std::vector<std::string>& out) const;
+  std::vector<std::string> RefineList(absl::Span<const std::string> axes) const;
+
   Mesh mesh_;
   Mesh refined_;
   // Per mesh axis: the breakpoints 1 = b_0 | b_1 | ... | b_r = size; atom j of the axis is
