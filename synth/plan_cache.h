@@ -11,10 +11,10 @@
 // and its budgets count work, not time, so a remembered result is exactly what a new call
 // would return: the same plan, or the same error status.
 //
-// The key is everything Synthesize reads: the mesh, both types as written (ToString, which
-// ParseType inverts; two types that are equal but list their partial axes in another order
-// are different keys, as their plans print their source differently), and every field of
-// SynthesisOptions, cost model values bit for bit.
+// The key is everything Synthesize reads, field by field: the mesh, both types as given (two
+// types that are equal but list their partial axes in another order are different keys, as
+// their plans print their source differently), and every field of SynthesisOptions, cost
+// model values bit for bit.
 //
 // Bounds: at most `max_results` results and `max_weight` units of plan size (PlanWeight: a
 // unit per step, permute pair and all_to_all_v block, the parts of a plan whose size grows
