@@ -262,6 +262,15 @@ absl::StatusOr<AxisRefinement> RefinementOf(const Mesh& coarse, const Mesh& fine
   return r;
 }
 
+int64_t EmittedSteps(const Plan& plan) {
+  const int64_t steps = std::ssize(plan.steps);
+  if (steps > 0 && plan.steps.back().op.kind == CollectiveKind::kCollectivePermute &&
+      plan.steps.back().op.source_target_pairs.empty()) {
+    return steps - 1;
+  }
+  return steps;
+}
+
 absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location loc,
                                      llvm::StringRef mesh_name, const Mesh& m, const Plan& plan,
                                      mlir::Value source) {
@@ -280,7 +289,8 @@ absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location lo
   }
   mlir::Type element_type = mlir::cast<mlir::ShapedType>(source.getType()).getElementType();
   mlir::Value value = source;
-  for (const Step& step : plan.steps) {
+  for (int64_t i = 0; i < EmittedSteps(plan); ++i) {
+    const Step& step = plan.steps[i];
     const Collective& op = step.op;
     RankedTensorType result = LocalTensorType(m, step.type, element_type);
     std::vector<mesh::MeshAxis> axes = AxisIndices(m, op.mesh_axes);
@@ -476,6 +486,10 @@ absl::StatusOr<Plan> ImportChain(const Mesh& m, llvm::StringRef mesh_name, const
   std::function<bool(const DistType&, size_t)> walk = [&](const DistType& in, size_t i) -> bool {
     if (i == collectives.size()) {
       if (in == target) return true;
+      if (CheckPermute(m, in, Collective::Permute({}), target).ok()) {
+        steps.push_back({Collective::Permute({}), target});  // EmittedSteps left it out.
+        return true;
+      }
       if (first_error.ok()) {
         first_error = absl::InvalidArgumentError(absl::StrCat(
             "the chain ends at ", ToString(in), " but the resharding's target is ",

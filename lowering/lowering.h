@@ -73,9 +73,15 @@ mlir::mesh::MeshShardingAttr ToShardingAttr(mlir::MLIRContext* context, llvm::St
 mlir::RankedTensorType LocalTensorType(const Mesh& mesh, const DistType& type,
                                        mlir::Type element_type);
 
-// Emits plan.steps at the builder's insertion point, starting from `source` (a value of
-// plan.source's local tensor type) and returns the final value (`source` for an empty plan).
-// Every op's result type is the local tensor of its step's type. `mesh` is the mesh of
+// How many of plan.steps EmitPlan emits: all but a final permute without pairs, which moves
+// nothing and only renames size-1 axes (Synthesize ends a plan with one where the size-1 axes
+// of its last type differ from the target's); its input and output have the same local tensor.
+int64_t EmittedSteps(const Plan& plan);
+
+// Emits the first EmittedSteps(plan) of plan.steps at the builder's insertion point, starting
+// from `source` (a value of plan.source's local tensor type) and returns the final value
+// (`source` when nothing is emitted). Every op's result type is the local tensor of its step's
+// type. `mesh` is the mesh of
 // `mesh_name`, and every axis reference of the plan must be one of its axes. InvalidArgument
 // for an all_to_all_v step (no mesh-dialect equivalent) or a reference that is not an axis
 // (a sub-axis: emit RefinePlan(plan) on RefinedMeshOp instead); nothing is emitted then.
@@ -108,10 +114,12 @@ bool IsChainCollective(mlir::Operation* op);
 // Reads `ops` (in order, each consuming the previous one's result; the first consumes a value
 // of `source`'s local type) back into a plan from `source` to `target` on `mesh`. The
 // collectives' attributes, not any plan, define the steps: mesh_axes indices become the
-// names of `mesh`'s axes; step types follow from the typing rules, and a permute's type is the one (found by
-// search) with which the rest of the chain ends at `target`. InvalidArgument naming the op
-// that does not read back: an unknown op, a different mesh, a non-sum reduction, a result
-// type that is not the local tensor of the step's type, a step that does not type-check.
+// names of `mesh`'s axes; step types follow from the typing rules, and a permute's type is the one
+// (found by search) with which the rest of the chain ends at `target`. InvalidArgument naming the
+// op that does not read back: an unknown op, a different mesh, a non-sum reduction, a result type
+// that is not the local tensor of the step's type, a step that does not type-check. A chain that
+// ends where every device holds the target's block and summand, with size-1 axes placed otherwise
+// (EmitPlan leaves out that final renaming), reads back with a permute without pairs appended.
 absl::StatusOr<Plan> ImportChain(const Mesh& mesh, llvm::StringRef mesh_name,
                                  const DistType& source, const DistType& target,
                                  llvm::ArrayRef<mlir::Operation*> ops);

@@ -54,10 +54,9 @@ llvm::StringRef Ref(const absl::Status& status) { return Ref(status.message()); 
 struct Resharding {
   mesh::MeshOp mesh_op;
   Mesh mesh;
-  std::shared_ptr<const Plan> plan;  // On `mesh`; may name sub-axes. Held by PlanCache too.
   RankedTensorType global;
-  // RefinePlan(plan): plan itself when it has no sub-axes, else on its refined mesh (emitted
-  // on RefinedMeshOp).
+  // RefinePlan of the synthesized plan: that plan itself when it has no sub-axes, else on its
+  // refined mesh (emitted on RefinedMeshOp).
   Plan emitted;
 };
 
@@ -191,7 +190,7 @@ LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy p
   if (!sub_axes_ && !(emitted->mesh == *m)) {
     return shard.emitError("internal: a whole-axis plan names sub-axes");
   }
-  reshardings_[shard.getOperation()] = {mesh_op, *m, *plan, global, *std::move(emitted)};
+  reshardings_[shard.getOperation()] = {mesh_op, *m, global, *std::move(emitted)};
   return mlir::success();
 }
 
@@ -270,10 +269,11 @@ LogicalResult ReshardSpmdizationPass::rewriteShard(mesh::ShardOp shard, mlir::IR
   absl::StatusOr<Value> out = EmitPlan(builder, shard.getLoc(), mesh_op.getSymName(),
                                        r.emitted.mesh, r.emitted, input);
   if (!out.ok()) return shard.emitError(Ref(out.status()));
-  if (!r.plan->steps.empty()) {
+  // Nothing emitted (a plan that only renames size-1 axes): no chain to annotate or validate.
+  if (const int64_t emitted = EmittedSteps(r.emitted); emitted > 0) {
     Operation* last = out->getDefiningOp();
     if (annotate || validate) {
-      AnnotateChain(last, source.getShard(), shard.getShard(), r.global, r.plan->steps.size());
+      AnnotateChain(last, source.getShard(), shard.getShard(), r.global, emitted);
     }
     if (validate) {
       absl::StatusOr<Plan> back = ImportAnnotatedChain(last, symbols_);
