@@ -81,10 +81,10 @@ int64_t EmittedSteps(const Plan& plan);
 // Emits the first EmittedSteps(plan) of plan.steps at the builder's insertion point, starting
 // from `source` (a value of plan.source's local tensor type) and returns the final value
 // (`source` when nothing is emitted). Every op's result type is the local tensor of its step's
-// type. `mesh` is the mesh of
-// `mesh_name`, and every axis reference of the plan must be one of its axes. InvalidArgument
-// for an all_to_all_v step (no mesh-dialect equivalent) or a reference that is not an axis
-// (a sub-axis: emit RefinePlan(plan) on RefinedMeshOp instead); nothing is emitted then.
+// type. `mesh` is the mesh of `mesh_name`, and every axis reference of the plan must be one of
+// its axes. InvalidArgument for an all_to_all_v step (no mesh-dialect equivalent) or a
+// reference that is not an axis (a sub-axis: emit RefinePlan(plan) on RefinedMeshOp instead);
+// nothing is emitted then.
 absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location loc,
                                      llvm::StringRef mesh_name, const Mesh& mesh, const Plan& plan,
                                      mlir::Value source);
