@@ -83,7 +83,7 @@ class Watchdog {
 // Runs the query `violation ∧ assumptions`; unsat means the obligation holds.
 Obligation Run(std::string name, std::string statement, const z3::expr& violation,
                const ProveOptions& options, const CounterexampleFn& explain,
-               const std::vector<z3::expr>& assumptions) {
+               absl::Span<const z3::expr> assumptions) {
   Obligation o;
   o.name = std::move(name);
   o.statement = std::move(statement);
@@ -149,7 +149,7 @@ Obligation Run(std::string name, std::string statement, const z3::expr& violatio
 
 Obligation ProveClaim(std::string name, std::string statement, const z3::expr& claim,
                       const ProveOptions& options, const CounterexampleFn& explain,
-                      const std::vector<z3::expr>& assumptions) {
+                      absl::Span<const z3::expr> assumptions) {
   try {
     return Run(std::move(name), std::move(statement), !claim, options, explain, assumptions);
   } catch (const z3::exception& e) {  // Building the negation itself can throw.
@@ -164,7 +164,7 @@ Obligation ProveClaim(std::string name, std::string statement, const z3::expr& c
 
 Obligation RefuteViolation(std::string name, std::string statement, const z3::expr& violation,
                            const ProveOptions& options, const CounterexampleFn& explain,
-                           const std::vector<z3::expr>& assumptions) {
+                           absl::Span<const z3::expr> assumptions) {
   return Run(std::move(name), std::move(statement), violation, options, explain, assumptions);
 }
 

@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
+
 namespace z3 {
 class context;
 class expr;
@@ -94,13 +96,13 @@ using CounterexampleFn = std::function<Counterexample(const z3::model&)>;
 // `assumptions` are asserted as they are (side conditions such as variable ranges).
 Obligation ProveClaim(std::string name, std::string statement, const z3::expr& claim,
                       const ProveOptions& options, const CounterexampleFn& explain = {},
-                      const std::vector<z3::expr>& assumptions = {});
+                      absl::Span<const z3::expr> assumptions = {});
 
 // The same, but the caller states the violation directly: `violation` is asserted (together
 // with `assumptions`) and must be unsatisfiable for the obligation to be proved.
 Obligation RefuteViolation(std::string name, std::string statement, const z3::expr& violation,
                            const ProveOptions& options, const CounterexampleFn& explain = {},
-                           const std::vector<z3::expr>& assumptions = {});
+                           absl::Span<const z3::expr> assumptions = {});
 
 // An obligation decided without a solver (a concrete fact was computed and checked), e.g. a
 // term-count mismatch found before any query is built.

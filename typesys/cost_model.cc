@@ -271,7 +271,10 @@ absl::Status CheckCostModel(const Mesh& mesh, const CostModel& model) {
   if (std::string why = OutOfRange(model.default_cost()); !why.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("default axis cost: ", why));
   }
-  for (const auto& [axis, c] : model.overrides()) {
+  // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+  for (const std::pair<std::string, AxisCost>& entry : model.overrides()) {
+    const std::string& axis = entry.first;
+    const AxisCost& c = entry.second;
     if (std::string why = OutOfRange(c); !why.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("axis cost of '", axis, "': ", why));
     }
