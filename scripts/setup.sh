@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages reshard needs (DESIGN §5). Idempotent: when every package is
 # already installed it makes no apt call at all. Must run as root (or via sudo) on a fresh machine.
+#
+#   bash scripts/setup.sh            # what building and running reshard needs
+#   bash scripts/setup.sh --clang    # and clang, for scripts/test.sh's clang pass
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +15,12 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   python3  # tests/cli_test.sh parses the CLI's JSON with it
 )
+
+# `--clang`: also what scripts/test.sh's clang pass needs (Debian 12's clang, version 14, and its
+# libFuzzer runtime for tests/fuzz/parse_fuzz). Not needed to build or use reshard.
+if [ "${1:-}" = "--clang" ]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
