@@ -95,7 +95,8 @@ fi
 # clang (14) rejects some C++20 that g++ 12 accepts (a structured binding captured by a lambda,
 # a default argument of a vector of an incomplete type). Everything is built with it and the
 # core's unit tests run; then the parsers' libFuzzer target (clang only) runs for
-# RESHARD_FUZZ_SECONDS (default 60), reported without failing the run, like the exploration.
+# RESHARD_FUZZ_SECONDS (default 60) from a corpus seeded with the suite's meshes, types and
+# plans (tests/fuzz/seed_corpus.sh), reported without failing the run, like the exploration.
 if [ "${RESHARD_SKIP_CLANG:-0}" != 1 ]; then
   step "configure + build build-clang/ (Release, clang++)"
   CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release ||
@@ -107,8 +108,10 @@ if [ "${RESHARD_SKIP_CLANG:-0}" != 1 ]; then
   step "fuzz the parsers (build-clang/tests/parse_fuzz; reported, not gating)"
   fuzz_seconds=${RESHARD_FUZZ_SECONDS:-60}
   fuzz_dir=$(mktemp -d)
+  bash tests/fuzz/seed_corpus.sh "$fuzz_dir/corpus" build/tools/reshard ||
+    die "tests/fuzz/seed_corpus.sh"
   if (cd "$fuzz_dir" && "$OLDPWD/build-clang/tests/parse_fuzz" -max_total_time="$fuzz_seconds" \
-        -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 20); then
+        -rss_limit_mb=4096 -print_final_stats=1 corpus 2>&1 | tail -n 20); then
     summaries+=("[fuzz] no crash in ${fuzz_seconds} s of parse_fuzz")
   else
     summaries+=("[fuzz] CRASH FOUND (not gating): see 'fuzz the parsers' above; input in $fuzz_dir")
