@@ -289,7 +289,8 @@ absl::StatusOr<mlir::Value> EmitPlan(mlir::OpBuilder& builder, mlir::Location lo
   }
   mlir::Type element_type = mlir::cast<mlir::ShapedType>(source.getType()).getElementType();
   mlir::Value value = source;
-  for (int64_t i = 0; i < EmittedSteps(plan); ++i) {
+  const int64_t emitted = EmittedSteps(plan);
+  for (int64_t i = 0; i < emitted; ++i) {
     const Step& step = plan.steps[i];
     const Collective& op = step.op;
     RankedTensorType result = LocalTensorType(m, step.type, element_type);

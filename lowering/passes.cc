@@ -22,7 +22,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "llvm/ADT/StringMap.h"
 #include "lowering/dialect.h"
 #include "lowering/lowering.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

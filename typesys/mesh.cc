@@ -65,7 +65,11 @@ absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text) {
 
 std::string AxisRefName(const AxisRef& ref) {
   if (ref.whole()) return ref.axis;
-  return absl::StrCat(ref.axis, ":(", ref.pre, ")", ref.size);
+  return SubAxisName(ref.axis, ref.pre, ref.size);
+}
+
+std::string SubAxisName(std::string_view axis, int64_t pre, int64_t size) {
+  return absl::StrCat(Absl(axis), ":(", pre, ")", size);
 }
 
 absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {

@@ -44,6 +44,9 @@ struct AxisRef {
 absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text);
 // "x" or "x:(m)k".
 std::string AxisRefName(const AxisRef& ref);
+// "x:(m)k" for axis x, pre m and size k (AxisRefName of a sub-axis, without building an
+// AxisRef: refinements name every atom this way).
+std::string SubAxisName(std::string_view axis, int64_t pre, int64_t size);
 // True when `ref` is written as a sub-axis (contains ':'); cheap, no parsing.
 inline bool IsSubAxisRef(std::string_view ref) { return ref.find(':') != std::string_view::npos; }
 

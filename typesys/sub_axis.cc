@@ -17,7 +17,7 @@ namespace {
 std::string DigitName(const Mesh& mesh, const Mesh::Digit& d) {
   const MeshAxis& axis = mesh.axes()[d.index];
   if (d.size == axis.size) return axis.name;
-  return AxisRefName(AxisRef{axis.name, axis.size / (d.stride * d.size), d.size});
+  return SubAxisName(axis.name, axis.size / (d.stride * d.size), d.size);
 }
 
 // `minor` continues `major` towards the minor end of the same axis.
@@ -205,9 +205,8 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     }
     for (size_t j = 0; j + 1 < b.size(); ++j) {
       const int64_t size = b[j + 1] / b[j];
-      // AxisRefName's spelling, without building an AxisRef.
-      atoms.push_back(MeshAxis{
-          b.size() == 2 ? axis.name : absl::StrCat(axis.name, ":(", b[j], ")", size), size});
+      atoms.push_back(
+          MeshAxis{b.size() == 2 ? axis.name : SubAxisName(axis.name, b[j], size), size});
     }
   }
   // Valid by construction (the pieces of a valid mesh's axes, named once each): Mesh::Create
