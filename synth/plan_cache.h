@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "absl/status/statusor.h"
@@ -88,7 +89,8 @@ class PlanCache {
   const Limits limits_;
   mutable std::mutex mutex_;
   Order order_;
-  std::unordered_map<std::string, Order::iterator> index_;
+  // Keys view the entries' own (list nodes do not move), so each key is held once.
+  std::unordered_map<std::string_view, Order::iterator> index_;
   Stats stats_;
 };
 
