@@ -1,6 +1,7 @@
-// gap-survey — how far `normal` is from `optimal` on seeded random cases.
+// gap-survey — how far `normal` is from `optimal` on seeded random cases, or how long `normal`
+// takes on them.
 //
-//   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C]
+//   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--latency 1]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -11,10 +12,20 @@
 // that are invalid, unsynthesizable or of zero cost are skipped (counted). Deterministic:
 // the same arguments print the same report. docs/benchmarks.md, "Gap to optimal on random
 // cases".
+//
+// --axes A (1-4) draws other cases instead: meshes of exactly A axes x, y, z, w of sizes 2,
+// 3, 4, 8 and at most 256 devices, ranks 1-4, dimensions 48-4096. --latency 1 times `normal`
+// instead of comparing it (each case twice, the faster call counts; cases it rejects as
+// invalid are skipped) and prints the latency percentiles, the geometric mean of its modeled
+// cost (to compare two builds' plans) and the K slowest cases: docs/benchmarks.md, "Latency
+// cliffs". Timings are this machine's, not a test.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -33,22 +44,28 @@ struct RandomCase {
   std::string mesh, from, to;
 };
 
-// One random case from `seed`; empty mesh text when it has more than 64 devices.
-RandomCase Draw(int64_t seed) {
-  std::mt19937 rng(static_cast<uint32_t>(seed * 104729 + 3));
-  const int sizes[] = {1, 2, 2, 3, 4, 4, 8};
-  const char* names[] = {"x", "y", "z"};
-  const int axes = 1 + static_cast<int>(rng() % 3);
+// One random case from `seed`; empty mesh text when it has more devices than the draw allows.
+// `axes` 0: 1-3 axes of sizes 1-8, at most 64 devices, ranks 1-3 (the gap survey's draw);
+// otherwise exactly `axes` axes of sizes 2-8, at most 256 devices, ranks 1-4.
+RandomCase Draw(int64_t seed, int axes) {
+  const bool fixed = axes > 0;
+  std::mt19937 rng(static_cast<uint32_t>(fixed ? seed * 7919 + 11 : seed * 104729 + 3));
+  const std::vector<int> sizes =
+      fixed ? std::vector<int>{2, 2, 3, 4, 4, 8} : std::vector<int>{1, 2, 2, 3, 4, 4, 8};
+  const std::vector<int64_t> extents = fixed ? std::vector<int64_t>{48, 96, 192, 768, 3072, 4096}
+                                             : std::vector<int64_t>{48, 96, 192, 768, 3072};
+  const char* names[] = {"x", "y", "z", "w"};
+  if (!fixed) axes = 1 + static_cast<int>(rng() % 3);
   std::vector<std::string> mesh;
   int64_t devices = 1;
   for (int a = 0; a < axes; ++a) {
-    const int size = sizes[rng() % 7];
+    const int size = sizes[rng() % sizes.size()];
     devices *= size;
     mesh.push_back(absl::StrCat(names[a], "=", size));
   }
-  const int rank = 1 + static_cast<int>(rng() % 3);
+  const int rank = 1 + static_cast<int>(rng() % (fixed ? 4 : 3));
   std::vector<int64_t> dims;
-  for (int i = 0; i < rank; ++i) dims.push_back(std::vector<int64_t>{48, 96, 192, 768, 3072}[rng() % 5]);
+  for (int i = 0; i < rank; ++i) dims.push_back(extents[rng() % extents.size()]);
   auto type = [&](bool allow_partial) {
     std::vector<std::vector<std::string>> dim_axes(rank);
     std::vector<std::string> partial;
@@ -77,40 +94,111 @@ RandomCase Draw(int64_t seed) {
   RandomCase c;
   c.from = type(true);
   c.to = type(rng() % 3 == 0);
-  if (devices <= 64) c.mesh = absl::StrJoin(mesh, ",");
+  if (devices <= (fixed ? 256 : 64)) c.mesh = absl::StrJoin(mesh, ",");
   return c;
 }
 
-int Run(int64_t cases, int64_t seed, int show, const CostModel& model) {
-  std::vector<std::pair<double, std::string>> ratios;
-  int64_t skipped = 0;
+struct Parsed {
+  Mesh mesh;
+  DistType from, to;
+};
+
+// The case parsed, or nullopt (too many devices, or a type invalid on its mesh).
+std::optional<Parsed> Parse(const RandomCase& c) {
+  if (c.mesh.empty()) return std::nullopt;
+  absl::StatusOr<Mesh> mesh = ParseMesh(c.mesh);
+  if (!mesh.ok()) return std::nullopt;
+  absl::StatusOr<DistType> from = ParseValidType(*mesh, c.from);
+  absl::StatusOr<DistType> to = ParseValidType(*mesh, c.to);
+  if (!from.ok() || !to.ok()) return std::nullopt;
+  return Parsed{*std::move(mesh), *std::move(from), *std::move(to)};
+}
+
+std::string CaseText(const RandomCase& c) {
+  return absl::StrCat(c.mesh, " ; ", c.from, " ; ", c.to);
+}
+
+int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
+  std::vector<std::pair<double, std::string>> timed;  // µs, case.
+  int64_t skipped = 0, no_plan = 0;
+  double log_cost = 0;
+  int64_t costed = 0;
   for (int64_t s = seed; s < seed + cases; ++s) {
-    const RandomCase c = Draw(s);
-    absl::StatusOr<Mesh> mesh = ParseMesh(c.mesh);
-    if (c.mesh.empty() || !mesh.ok()) {
-      ++skipped;
-      continue;
-    }
-    absl::StatusOr<DistType> from = ParseValidType(*mesh, c.from);
-    absl::StatusOr<DistType> to = ParseValidType(*mesh, c.to);
-    if (!from.ok() || !to.ok()) {
+    const RandomCase c = Draw(s, axes);
+    const std::optional<Parsed> p = Parse(c);
+    if (!p) {
       ++skipped;
       continue;
     }
     SynthesisOptions options;
-    options.cost_model = model.OnAxesOf(*mesh);
-    absl::StatusOr<Plan> normal = Synthesize(*mesh, *from, *to, options);
+    options.cost_model = model.OnAxesOf(p->mesh);
+    double best_us = std::numeric_limits<double>::infinity();
+    absl::StatusOr<Plan> plan;
+    for (int call = 0; call < 2; ++call) {
+      const auto start = std::chrono::steady_clock::now();
+      plan = Synthesize(p->mesh, p->from, p->to, options);
+      const auto end = std::chrono::steady_clock::now();
+      best_us = std::min(best_us, std::chrono::duration<double, std::micro>(end - start).count());
+    }
+    if (absl::IsInvalidArgument(plan.status())) {
+      ++skipped;
+      continue;
+    }
+    if (!plan.ok()) {
+      ++no_plan;
+    } else if (plan->metrics.cost_us > 0) {
+      log_cost += std::log(plan->metrics.cost_us);
+      ++costed;
+    }
+    timed.emplace_back(best_us, CaseText(c));
+  }
+  if (timed.empty()) {
+    std::printf("no case timed (%lld skipped)\n", static_cast<long long>(skipped));
+    return 0;
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  auto at = [&](double q) {  // Quantile q of the (descending) timings.
+    return timed[static_cast<size_t>((1 - q) * static_cast<double>(timed.size() - 1))].first;
+  };
+  std::printf("cases timed: %zu (no plan: %lld; skipped: %lld)\n", timed.size(),
+              static_cast<long long>(no_plan), static_cast<long long>(skipped));
+  std::printf(
+      "normal latency, faster of 2 calls: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+      at(0.5), at(0.9), at(0.99), timed.front().first);
+  if (costed > 0) {
+    std::printf("geometric mean cost_us of normal's plans: %.4f (%lld plans)\n",
+                std::exp(log_cost / static_cast<double>(costed)), static_cast<long long>(costed));
+  }
+  for (int i = 0; i < show && i < static_cast<int>(timed.size()); ++i) {
+    std::printf("%10.1f us  %s\n", timed[i].first, timed[i].second.c_str());
+  }
+  return 0;
+}
+
+int Run(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
+  std::vector<std::pair<double, std::string>> ratios;
+  int64_t skipped = 0;
+  for (int64_t s = seed; s < seed + cases; ++s) {
+    const RandomCase c = Draw(s, axes);
+    const std::optional<Parsed> p = Parse(c);
+    if (!p) {
+      ++skipped;
+      continue;
+    }
+    SynthesisOptions options;
+    options.cost_model = model.OnAxesOf(p->mesh);
+    absl::StatusOr<Plan> normal = Synthesize(p->mesh, p->from, p->to, options);
     options.strategy = Strategy::kOptimal;
     options.max_states = 200000;
-    absl::StatusOr<Plan> optimal = Synthesize(*mesh, *from, *to, options);
+    absl::StatusOr<Plan> optimal = Synthesize(p->mesh, p->from, p->to, options);
     if (!normal.ok() || !optimal.ok() || optimal->metrics.cost_us <= 0) {
       ++skipped;
       continue;
     }
     const double ratio = normal->metrics.cost_us / optimal->metrics.cost_us;
-    ratios.emplace_back(ratio, absl::StrCat(c.mesh, " ; ", c.from, " ; ", c.to, "  (normal ",
-                                            normal->metrics.cost_us, " us, optimal ",
-                                            optimal->metrics.cost_us, " us)"));
+    ratios.emplace_back(ratio, absl::StrCat(CaseText(c), "  (normal ", normal->metrics.cost_us,
+                                            " us, optimal ", optimal->metrics.cost_us, " us)"));
   }
   if (ratios.empty()) {
     std::printf("no case to compare (%lld skipped)\n", static_cast<long long>(skipped));
@@ -145,7 +233,8 @@ int Run(int64_t cases, int64_t seed, int show, const CostModel& model) {
 
 int main(int argc, char** argv) {
   int64_t cases = 5000, seed = 0;
-  int show = 10;
+  int show = 10, axes = 0;
+  bool latency = false;
   reshard::CostModel model;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
@@ -170,15 +259,24 @@ int main(int argc, char** argv) {
       seed = value;
     } else if (flag == "--show") {
       show = static_cast<int>(std::min<int64_t>(value, 1000));
+    } else if (flag == "--axes" && value >= 1 && value <= 4) {
+      axes = static_cast<int>(value);
+    } else if (flag == "--latency" && value <= 1) {
+      latency = value == 1;
     } else {
-      std::fprintf(stderr, "gap-survey: unknown flag %s (--cases, --seed, --show, --axis-cost)\n",
-                   argv[i]);
+      std::fprintf(stderr,
+                   "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
+                   "--axis-cost, --axes 1-4, --latency 0|1)\n",
+                   argv[i], argv[i + 1]);
       return 2;
     }
   }
   if (argc % 2 == 0) {
-    std::fprintf(stderr, "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C]\n");
+    std::fprintf(stderr,
+                 "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
+                 "[--axes A] [--latency 1]\n");
     return 2;
   }
-  return reshard::Run(cases, seed, show, model);
+  if (latency) return reshard::RunLatency(cases, seed, axes, show, model);
+  return reshard::Run(cases, seed, axes, show, model);
 }

@@ -60,9 +60,15 @@ constexpr int64_t kFallbackStates = 200000;
 // first; on meshes with ~10^6 devices, where one pass over the devices costs milliseconds, these do.
 constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // The same for normal's pass on the prime-factor refinement, which only has to beat the plan in
-// hand: a quarter. (On the bench suite at 2^23 case 26 keeps its whole-axis plan, 88.3 instead
-// of 76.9 µs: its refined middle search spends ~11 M units.)
+// hand: a quarter, of which one middle search may spend at most kRefinedSearchWork (about a
+// millisecond). Searches on many atoms that run longer rarely pay: on random 3- and 4-axis
+// cases (docs/benchmarks.md, "Latency cliffs") the cap took the slowest calls from ~18 and
+// ~20 ms to ~3.6 and ~3.0 ms at 0.9996x and 1.0013x the modeled cost in geometric mean (a
+// search cut short leaves work to later candidates, so some plans get cheaper), and bench
+// suite case 26 keeps its whole-axis plan (88.3 instead of 76.9 µs: its refined middle
+// search needs ~11 M units).
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
+constexpr int64_t kRefinedSearchWork = int64_t{1} << 20;
 // Under a model whose axes differ in cost, `normal` ends with `optimal`'s branch and bound on
 // whole axes, its plan as the incumbent, within this work (about a millisecond); when the
 // search gives up, normal's plan stands. Valleys cannot express what such models reward
@@ -373,10 +379,12 @@ double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& s
   return us;
 }
 
-// What the middle searches of one call may still spend (kMiddleBudget, kMiddleWork).
+// What the middle searches of one call may still spend (kMiddleBudget, kMiddleWork), and what
+// one of them may spend at most.
 struct MiddleBudget {
   int64_t states = kMiddleBudget;
   int64_t work = kMiddleWork;
+  int64_t search_work = std::numeric_limits<int64_t>::max();
 };
 
 // TimeLowerBoundUs from precomputed bounds.
@@ -507,7 +515,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.max_states = left.states > 0 ? std::min(kMiddleStates, left.states) : kMiddleStates;
     // The work budget is never exceeded, plan or not: it is what bounds a call's time on
     // huge meshes.
-    options.max_work = std::max<int64_t>(left.work, 0);
+    options.max_work = std::clamp<int64_t>(left.work, 0, left.search_work);
     options.fill_permute_pairs = false;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
@@ -523,13 +531,54 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
       options.max_cost_us = budget_us - down_us - up_us + 1e-9;
       if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
     }
+    // When x and y hold blocks of one shape and sum over the same axes, one permute is a
+    // middle, priced here: blocks of one shape on one grid are equal or disjoint, so every
+    // device the permute feeds lacks its whole block, and no middle receives fewer bytes.
+    // When its time is also the bound of one cheapest message, nothing beats it and the
+    // search (whose first expansion enumerates every type one permute reaches: milliseconds
+    // where many atoms share a dimension) is skipped. Otherwise it is the search's incumbent,
+    // so the search only runs while something strictly cheaper may exist, and it stands when
+    // the search finds nothing cheaper or gives up.
+    std::optional<std::vector<Step>> permute;
+    int64_t permute_bytes = 0;
+    double permute_us = 0;
+    bool permute_optimal = false;
+    if (LocalShape(mesh, c.x) == LocalShape(mesh, c.y) &&
+        PartialInMeshOrder(mesh, c.x) == PartialInMeshOrder(mesh, c.y)) {
+      std::vector<Step> steps = {Step{Collective::Permute({}), c.y}};  // Paired when final.
+      permute_bytes = TotalBytes(mesh, c.x, steps);
+      permute_optimal = true;
+      if (model != nullptr) {
+        permute_us = CostUs(mesh, c.x, steps, *model);
+        const AxisCost fastest = model->Fastest(mesh);
+        const double bound =
+            fastest.alpha_us + fastest.TransferUs(static_cast<double>(LocalBytes(mesh, c.x)));
+        permute_optimal = permute_us <= bound * (1 + 1e-9);
+      }
+      const bool within =
+          model == nullptr ? permute_bytes <= options.max_cost : permute_us <= options.max_cost_us;
+      if (!within && permute_optimal) return absl::NotFoundError("over budget");
+      // Over what is left of the budget, a cheaper middle may still be within it: search.
+      if (within) {
+        permute = std::move(steps);
+        options.incumbent = SearchOptions::Incumbent{permute_us, permute_bytes};
+      }
+    }
     SearchStats stats;
     internal::MiddlePath path;
-    // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
-    absl::StatusOr<std::vector<Step>> middle =
-        internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
+    absl::StatusOr<std::vector<Step>> middle = absl::NotFoundError("over budget");
+    if (!permute || !permute_optimal) {
+      // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
+      middle = internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
+    }
     left.states -= stats.states_settled;
     left.work -= stats.work;
+    if (!middle.ok() && permute) {
+      middle = *std::move(permute);
+      path.known = true;
+      path.bytes = permute_bytes;
+      path.step_us.assign(model != nullptr ? 1 : 0, permute_us);
+    }
     if (!middle.ok()) return middle.status();
     if (!path.known) {  // SearchPlan ran: price its steps here.
       path.bytes = TotalBytes(mesh, c.x, *middle);
@@ -979,14 +1028,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
 // `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
 // mode; nullptr ranks by total bytes (the paper's objective).
 // `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
-// devices).
+// devices). `left`: what the candidates' middle searches may spend.
 absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
                                                 const DistType& to, const CostModel* model,
                                                 const internal::LowerBounds& bounds,
                                                 internal::MiddleCache& classes,
                                                 std::vector<Candidate>& candidates,
                                                 absl::Span<const std::vector<Step>> known,
-                                                int64_t middle_work) {
+                                                MiddleBudget left) {
   if (from == to) return std::vector<Step>{};
 
   const int64_t lower_bound = bounds.bytes_total;
@@ -1026,8 +1075,6 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
       model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
-  MiddleBudget left;
-  left.work = middle_work;
   for (Candidate& candidate : candidates) {
     if (best && left.states <= 0) break;
     if (left.work <= 0) break;
@@ -1502,9 +1549,14 @@ absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& 
   // first and win when it reached the byte lower bound, or tied the time pass: on the suite,
   // 5 000 random cases under the default and a skewed model and 355 dumped plans, every plan
   // it chose had the time, bytes and steps of the time pass's; it was ~a quarter of the 3-axis
-  // calls' time.) A refinement's pass (with `incumbent`) gets a quarter of the middle budget.
-  return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known,
-                       incumbent != nullptr ? kRefinedMiddleWork : kMiddleWork);
+  // calls' time.) A refinement's pass (with `incumbent`) gets a quarter of the middle budget
+  // and a cap per search.
+  MiddleBudget budget;
+  if (incumbent != nullptr) {
+    budget.work = kRefinedMiddleWork;
+    budget.search_work = kRefinedSearchWork;
+  }
+  return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known, budget);
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {

@@ -345,12 +345,13 @@ fi
 run_cli /dev/null run --mesh 'x=6,y=4' --from 'f32[12{x},2]' --to 'f32[12{y},2]'
 if [[ $rc -eq 0 ]]; then pass "sub-axes find a bounded plan where whole axes cannot"; else fail "sub-axes find a bounded plan where whole axes cannot" "exit $rc" "$err"; fi
 
-# --- Objectives: x=8,y=8 swap of a 64 MiB array. Under the time objective normal pays bytes for
-# fewer latency terms; under --objective bytes it receives fewer bytes and is modeled slower. ---
+# --- Objectives: x=4,y=4, a 4 MiB array's split moved from dimension 0 to 1. Under the time
+# objective normal pays bytes for fewer latency terms; under --objective bytes it receives
+# fewer bytes and is modeled slower. ---
 objective_metrics() {
   python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metrics"]; print(m["bytes_received_total"], m["cost_us"])' "$work/out"
 }
-OBJ=(plan --json --mesh x=8,y=8 --from 'f32[256,256,256{x,y}]' --to 'f32[256{y},256{x},256]')
+OBJ=(plan --json --mesh x=4,y=4 --from 'f32[1024{x,y},1024]' --to 'f32[1024,1024{x,y}]')
 run_cli /dev/null "${OBJ[@]}"
 read -r time_bytes time_us <<<"$(objective_metrics)"
 run_cli /dev/null "${OBJ[@]}" --objective bytes

@@ -768,6 +768,18 @@ TEST(NormalTest, SplitReductionScattersWhereTheMiddleIsOnePermute) {
        CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather});
 }
 
+TEST(NormalTest, PermuteMiddleStandsWhenItsSearchGivesUp) {
+  // On the refinement, slicing y:(2)4 and scattering z onto the dimensions the target splits
+  // leaves blocks of the target's shape: one permute is the middle (15.012 µs, optimal's
+  // plan). The middle search from there (8 atoms, 256 devices) used to spend its work budget
+  // on the types one permute reaches and drop the candidate (20.007 µs); the permute now
+  // stands. optimal's cost is written out: its search takes seconds under ASan.
+  ExpectNormalPlan("x=4,y=8,z=4,w=2", "f32[96{w,x},96] partial{z}", "f32[96{y,z},96{x}]",
+                   {CollectiveKind::kAllSlice, CollectiveKind::kReduceScatter,
+                    CollectiveKind::kReduceScatter, CollectiveKind::kCollectivePermute},
+                   CostModel(), 15.012);
+}
+
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
   const std::vector<CollectiveKind> scatter_permute_gather = {
       CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
