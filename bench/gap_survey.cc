@@ -118,11 +118,11 @@ std::string CaseText(const RandomCase& c) {
   return absl::StrCat(c.mesh, " ; ", c.from, " ; ", c.to);
 }
 
-int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
-  std::vector<std::pair<double, std::string>> timed;  // µs, case.
-  int64_t skipped = 0, no_plan = 0;
-  double log_cost = 0;
-  int64_t costed = 0;
+// Calls visit(case, parsed case, options with `model` on its mesh's axes) for each of the
+// cases drawn from seeds seed .. seed+cases-1 that parse; counts the others in `skipped`.
+template <typename Visit>
+void ForEachCase(int64_t cases, int64_t seed, int axes, const CostModel& model, int64_t& skipped,
+                 Visit visit) {
   for (int64_t s = seed; s < seed + cases; ++s) {
     const RandomCase c = Draw(s, axes);
     const std::optional<Parsed> p = Parse(c);
@@ -132,26 +132,38 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel&
     }
     SynthesisOptions options;
     options.cost_model = model.OnAxesOf(p->mesh);
-    double best_us = std::numeric_limits<double>::infinity();
-    absl::StatusOr<Plan> plan;
-    for (int call = 0; call < 2; ++call) {
-      const auto start = std::chrono::steady_clock::now();
-      plan = Synthesize(p->mesh, p->from, p->to, options);
-      const auto end = std::chrono::steady_clock::now();
-      best_us = std::min(best_us, std::chrono::duration<double, std::micro>(end - start).count());
-    }
-    if (absl::IsInvalidArgument(plan.status())) {
-      ++skipped;
-      continue;
-    }
-    if (!plan.ok()) {
-      ++no_plan;
-    } else if (plan->metrics.cost_us > 0) {
-      log_cost += std::log(plan->metrics.cost_us);
-      ++costed;
-    }
-    timed.emplace_back(best_us, CaseText(c));
+    visit(c, *p, options);
   }
+}
+
+int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
+  std::vector<std::pair<double, std::string>> timed;  // µs, case.
+  int64_t skipped = 0, no_plan = 0;
+  double log_cost = 0;
+  int64_t costed = 0;
+  ForEachCase(cases, seed, axes, model, skipped,
+              [&](const RandomCase& c, const Parsed& p, const SynthesisOptions& options) {
+                double best_us = std::numeric_limits<double>::infinity();
+                absl::StatusOr<Plan> plan;
+                for (int call = 0; call < 2; ++call) {
+                  const auto start = std::chrono::steady_clock::now();
+                  plan = Synthesize(p.mesh, p.from, p.to, options);
+                  const auto end = std::chrono::steady_clock::now();
+                  best_us = std::min(
+                      best_us, std::chrono::duration<double, std::micro>(end - start).count());
+                }
+                if (absl::IsInvalidArgument(plan.status())) {
+                  ++skipped;
+                  return;
+                }
+                if (!plan.ok()) {
+                  ++no_plan;
+                } else if (plan->metrics.cost_us > 0) {
+                  log_cost += std::log(plan->metrics.cost_us);
+                  ++costed;
+                }
+                timed.emplace_back(best_us, CaseText(c));
+              });
   if (timed.empty()) {
     std::printf("no case timed (%lld skipped)\n", static_cast<long long>(skipped));
     return 0;
@@ -179,27 +191,21 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel&
 int Run(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
-  for (int64_t s = seed; s < seed + cases; ++s) {
-    const RandomCase c = Draw(s, axes);
-    const std::optional<Parsed> p = Parse(c);
-    if (!p) {
-      ++skipped;
-      continue;
-    }
-    SynthesisOptions options;
-    options.cost_model = model.OnAxesOf(p->mesh);
-    absl::StatusOr<Plan> normal = Synthesize(p->mesh, p->from, p->to, options);
-    options.strategy = Strategy::kOptimal;
-    options.max_states = 200000;
-    absl::StatusOr<Plan> optimal = Synthesize(p->mesh, p->from, p->to, options);
-    if (!normal.ok() || !optimal.ok() || optimal->metrics.cost_us <= 0) {
-      ++skipped;
-      continue;
-    }
-    const double ratio = normal->metrics.cost_us / optimal->metrics.cost_us;
-    ratios.emplace_back(ratio, absl::StrCat(CaseText(c), "  (normal ", normal->metrics.cost_us,
-                                            " us, optimal ", optimal->metrics.cost_us, " us)"));
-  }
+  ForEachCase(cases, seed, axes, model, skipped,
+              [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
+                absl::StatusOr<Plan> normal = Synthesize(p.mesh, p.from, p.to, options);
+                options.strategy = Strategy::kOptimal;
+                options.max_states = 200000;
+                absl::StatusOr<Plan> optimal = Synthesize(p.mesh, p.from, p.to, options);
+                if (!normal.ok() || !optimal.ok() || optimal->metrics.cost_us <= 0) {
+                  ++skipped;
+                  return;
+                }
+                const double ratio = normal->metrics.cost_us / optimal->metrics.cost_us;
+                ratios.emplace_back(
+                    ratio, absl::StrCat(CaseText(c), "  (normal ", normal->metrics.cost_us,
+                                        " us, optimal ", optimal->metrics.cost_us, " us)"));
+              });
   if (ratios.empty()) {
     std::printf("no case to compare (%lld skipped)\n", static_cast<long long>(skipped));
     return 0;
