@@ -104,9 +104,9 @@ struct SearchOptions {
   bool use_heuristic = true;
   // Time mode with use_heuristic, under a model whose axes differ in bandwidth: add the slice
   // bound (synth/search_bounds.h) to the heuristic. It makes each new state's heuristic
-  // costlier (a count per dimension and slice) for a tighter bound: `optimal` and normal's
-  // closing branch and bound use it; normal's middle searches, many short searches per call,
-  // do not (with it a 3-axis call under a skewed model took ~20 % longer).
+  // costlier (a count per dimension and slice) for a tighter bound; all of Synthesize's
+  // searches use it (normal's middle searches since 2026-11-27: on random 4-axis cases under a
+  // skewed model their branch and bound prunes sooner, docs/synthesis.md).
   bool slice_bound = true;
   // Bytes mode only: bound the rest of every path by its total bytes received
   // (BytesLowerBound from each state to the target, consistent like the time bound): A* on

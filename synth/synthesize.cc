@@ -519,7 +519,6 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.fill_permute_pairs = false;
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
-    options.slice_bound = false;
     if (model == nullptr) {
       options.max_cost = budget - c.down_bytes - c.up_bytes;
       if (options.max_cost < 0) return absl::NotFoundError("over budget");
