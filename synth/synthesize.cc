@@ -544,11 +544,11 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     bool permute_optimal = false;
     if (LocalShape(mesh, c.x) == LocalShape(mesh, c.y) &&
         PartialInMeshOrder(mesh, c.x) == PartialInMeshOrder(mesh, c.y)) {
-      std::vector<Step> steps = {Step{Collective::Permute({}), c.y}};  // Paired when final.
-      permute_bytes = TotalBytes(mesh, c.x, steps);
+      std::vector<Step> direct = {Step{Collective::Permute({}), c.y}};  // Paired when final.
+      permute_bytes = TotalBytes(mesh, c.x, direct);
       permute_optimal = true;
       if (model != nullptr) {
-        permute_us = CostUs(mesh, c.x, steps, *model);
+        permute_us = CostUs(mesh, c.x, direct, *model);
         const AxisCost fastest = model->Fastest(mesh);
         const double bound =
             fastest.alpha_us + fastest.TransferUs(static_cast<double>(LocalBytes(mesh, c.x)));
@@ -559,7 +559,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
       if (!within && permute_optimal) return absl::NotFoundError("over budget");
       // Over what is left of the budget, a cheaper middle may still be within it: search.
       if (within) {
-        permute = std::move(steps);
+        permute = std::move(direct);
         options.incumbent = SearchOptions::Incumbent{permute_us, permute_bytes};
       }
     }
