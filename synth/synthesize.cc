@@ -387,14 +387,41 @@ struct MiddleBudget {
   int64_t search_work = std::numeric_limits<int64_t>::max();
 };
 
+// The time of one message of `bytes` over the cheapest link: no step that delivers them costs
+// less.
+double OneMessageUs(const Mesh& mesh, const CostModel& model, int64_t bytes) {
+  const AxisCost fastest = model.Fastest(mesh);
+  return fastest.alpha_us + fastest.TransferUs(static_cast<double>(bytes));
+}
+
 // TimeLowerBoundUs from precomputed bounds.
 double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
                    const internal::LowerBounds& bounds) {
   if (bounds.max_lacking_elements == 0) return 0;
-  const AxisCost fastest = model.Fastest(mesh);
-  return fastest.alpha_us +
-         fastest.TransferUs(
-             static_cast<double>(bounds.max_lacking_elements * ElementBytes(to.element_type)));
+  return OneMessageUs(mesh, model, bounds.max_lacking_elements * ElementBytes(to.element_type));
+}
+
+// One permute from `in` to `out` (pairs built when the plan is final), with its total bytes and
+// (with `model`) its modeled µs.
+struct PricedPermute {
+  std::vector<Step> steps;
+  int64_t bytes = 0;
+  double us = 0;
+};
+
+// The permute from `in` to `out` where their local shapes and partial axes agree (then one
+// always exists); nullopt otherwise.
+std::optional<PricedPermute> OnePermute(const Mesh& mesh, const DistType& in, const DistType& out,
+                                        const CostModel* model) {
+  if (LocalShape(mesh, in) != LocalShape(mesh, out) ||
+      PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
+    return std::nullopt;
+  }
+  PricedPermute permute;
+  permute.steps = {Step{Collective::Permute({}), out}};
+  permute.bytes = TotalBytes(mesh, in, permute.steps);
+  if (model != nullptr) permute.us = CostUs(mesh, in, permute.steps, *model);
+  return permute;
 }
 
 // One candidate valley: the descent's appends and the pre-gather type y, and what Valley needs
@@ -538,45 +565,36 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     // where many atoms share a dimension) is skipped. Otherwise it is the search's incumbent,
     // so the search only runs while something strictly cheaper may exist, and it stands when
     // the search finds nothing cheaper or gives up.
-    std::optional<std::vector<Step>> permute;
-    int64_t permute_bytes = 0;
-    double permute_us = 0;
-    bool permute_optimal = false;
-    if (LocalShape(mesh, c.x) == LocalShape(mesh, c.y) &&
-        PartialInMeshOrder(mesh, c.x) == PartialInMeshOrder(mesh, c.y)) {
-      std::vector<Step> direct = {Step{Collective::Permute({}), c.y}};  // Paired when final.
-      permute_bytes = TotalBytes(mesh, c.x, direct);
-      permute_optimal = true;
-      if (model != nullptr) {
-        permute_us = CostUs(mesh, c.x, direct, *model);
-        const AxisCost fastest = model->Fastest(mesh);
-        const double bound =
-            fastest.alpha_us + fastest.TransferUs(static_cast<double>(LocalBytes(mesh, c.x)));
-        permute_optimal = permute_us <= bound * (1 + 1e-9);
-      }
-      const bool within =
-          model == nullptr ? permute_bytes <= options.max_cost : permute_us <= options.max_cost_us;
-      if (!within && permute_optimal) return absl::NotFoundError("over budget");
-      // Over what is left of the budget, a cheaper middle may still be within it: search.
+    std::optional<PricedPermute> permute = OnePermute(mesh, c.x, c.y, model);
+    bool search = true;
+    if (permute) {
+      const bool optimal =
+          model == nullptr ||
+          permute->us <= OneMessageUs(mesh, *model, options.max_local_bytes) * (1 + 1e-9);
+      const bool within = model == nullptr ? permute->bytes <= options.max_cost
+                                           : permute->us <= options.max_cost_us;
+      if (!within && optimal) return absl::NotFoundError("over budget");
       if (within) {
-        permute = std::move(direct);
-        options.incumbent = SearchOptions::Incumbent{permute_us, permute_bytes};
+        options.incumbent = SearchOptions::Incumbent{permute->us, permute->bytes};
+        search = !optimal;
+      } else {
+        permute.reset();  // A cheaper middle may still be within what is left: search.
       }
     }
     SearchStats stats;
     internal::MiddlePath path;
-    absl::StatusOr<std::vector<Step>> middle = absl::NotFoundError("over budget");
-    if (!permute || !permute_optimal) {
+    absl::StatusOr<std::vector<Step>> middle = absl::NotFoundError("not searched");
+    if (search) {
       // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
       middle = internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
     }
     left.states -= stats.states_settled;
     left.work -= stats.work;
     if (!middle.ok() && permute) {
-      middle = *std::move(permute);
+      middle = std::move(permute->steps);
       path.known = true;
-      path.bytes = permute_bytes;
-      path.step_us.assign(model != nullptr ? 1 : 0, permute_us);
+      path.bytes = permute->bytes;
+      path.step_us.assign(model != nullptr ? 1 : 0, permute->us);
     }
     if (!middle.ok()) return middle.status();
     if (!path.known) {  // SearchPlan ran: price its steps here.
@@ -1063,12 +1081,8 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
     consider(plan, TotalBytes(mesh, from, priced), CostUs(mesh, from, priced, *model));
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
-  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
-      PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
-    std::vector<Step> permute = {Step{Collective::Permute({}), to}};  // Paired when final.
-    const int64_t bytes = TotalBytes(mesh, from, permute);
-    const double us = model == nullptr ? 0.0 : CostUs(mesh, from, permute, *model);
-    consider(std::move(permute), bytes, us);
+  if (std::optional<PricedPermute> permute = OnePermute(mesh, from, to, model)) {
+    consider(std::move(permute->steps), permute->bytes, permute->us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
