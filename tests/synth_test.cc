@@ -780,6 +780,16 @@ TEST(NormalTest, PermuteMiddleStandsWhenItsSearchGivesUp) {
                    CostModel(), 15.012);
 }
 
+TEST(NormalTest, ScattersTheReductionToTheTargetShape) {
+  // 12 elements per device, the target holds 3: reduce_scatter y's minor atoms (y:(2)4,
+  // where the target has them), all_reduce y:(1)2 and permute (optimal's 25.001 µs). No
+  // valley reached it: the pre-gather type cannot hold z (3 is not divisible by 4), and
+  // all_reducing y, then slicing x and y:(1)2, cost 35.001 µs (gap-survey's worst gap, 1.40x).
+  ExpectNormalPlan("x=2,y=8,z=4", "f32[48{z}] partial{y}", "f32[48{x,y}]",
+                   {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
+                    CollectiveKind::kAllReduce, CollectiveKind::kCollectivePermute});
+}
+
 TEST(NormalTest, RefinedSearchesStopAtTheirCap) {
   // Bench case 26's shape at 64^3: on the 6-atom refinement a 35.655 µs plan exists
   // (optimal's), but the middle search that finds it needs more than the 2^20 work units

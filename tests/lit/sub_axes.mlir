@@ -39,11 +39,13 @@ func.func @swap(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   return %1 : tensor<8x16xf32>
 }
 
-// A pending sum over axis 1 reduced piecewise: reduce_scatter over a1:(1)2, then over a1:(2)2.
+// A pending sum over axis 1 reduced piecewise: reduce_scatter over a1:(2)2 onto dimension 0,
+// where the target has it, then over a1:(1)2, so that the permute moves 4 devices (scattering
+// a1:(1)2 first ties in time but moves 6).
 // CHECK-LABEL: func.func @partial_swap
 // CHECK-SAME: (%{{.*}}: tensor<4x16xf32>) -> tensor<2x8xf32>
-// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh_2x2x2 mesh_axes = [1] scatter_axis = 1 : tensor<4x16xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh_2x2x2 mesh_axes = [2] scatter_axis = 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh_2x2x2 mesh_axes = [2] scatter_axis = 0 : tensor<4x16xf32> -> tensor<2x16xf32>
+// CHECK-NEXT: %{{.*}} = mesh.reduce_scatter %{{.*}} on @mesh_2x2x2 mesh_axes = [1] scatter_axis = 1 : tensor<2x16xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: %{{.*}} = reshard.collective_permute %{{.*}} on @mesh_2x2x2 source_target_pairs = {{\[}}[2, 4], [3, 5], [4, 2], [5, 3]] : tensor<2x8xf32> -> tensor<2x8xf32>
 // CHECK-NEXT: return %{{.*}} : tensor<2x8xf32>
 func.func @partial_swap(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
