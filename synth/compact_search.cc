@@ -160,6 +160,13 @@ struct MiddleCache::Impl {
     int64_t visits = 0;  // Lacking::visits of the walk that computed it (0: closed form).
   };
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Walk> walks;
+  // The slice bound (SliceBound) and the work its counts were charged, by (target dims key,
+  // target partial mask, state dims key, state partial mask): the sets S depend only on the
+  // mesh, the model and the target, which the searches sharing a cache have in common. A
+  // hit charges the same work, so the searches stop where they would without it.
+  absl::flat_hash_map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>,
+                      std::pair<double, int64_t>>
+      slice_bounds;
   std::optional<PlacementKeyBytes> key_bytes;  // Meshes of <= kKeyByteDevices devices.
   PermuteClassCache fallback;  // For middles handed to the DistType search.
 };
@@ -683,6 +690,20 @@ class Compact {
   // What does not depend on the state is set up once (SetUpSlices).
   double SliceBound(const CType& type) {
     if (slices_.empty() || ((type.partial ^ to_.partial) & sized_) != 0) return 0;
+    if (!shared_) return CountSliceBound(type);
+    auto [it, inserted] = cache_.slice_bounds.try_emplace(
+        std::make_tuple(to_dims_key_, to_.partial, type.DimsKey(), type.partial));
+    if (inserted) {
+      const int64_t before = work_;
+      it->second.first = CountSliceBound(type);
+      it->second.second = work_ - before;
+    } else {
+      Charge(it->second.second);
+    }
+    return it->second.first;
+  }
+  // SliceBound counted for `type`, charging the counts' work.
+  double CountSliceBound(const CType& type) {
     SliceDigits type_digits[kMaxRank];
     SliceDim dims[kMaxRank];
     int64_t work = 0;
