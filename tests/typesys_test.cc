@@ -30,6 +30,26 @@ TEST(MeshTest, ParsesAndPrints) {
   EXPECT_EQ(mesh.AxisIndex("z"), -1);
 }
 
+TEST(MeshTest, FindsAxesByNameOfAnyLength) {
+  // Names below 8 bytes are compared as packed integers, longer ones character by character;
+  // prefixes, extensions and names that differ only in the middle must not match.
+  Mesh mesh = M("a=2,ab=2,abcdefg=2,abcdefgh=2,abcdefghi=2,pipeline_stage=2,pipeline_stagf=2");
+  const std::vector<std::string> names = {
+      "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "pipeline_stage", "pipeline_stagf"};
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(mesh.AxisIndex(names[i]), i) << names[i];
+  for (const char* absent : {"", "b", "abc", "abcdefgi", "abcdefghij", "pipeline_stagg"}) {
+    EXPECT_EQ(mesh.AxisIndex(absent), -1) << absent;
+  }
+  EXPECT_EQ(mesh.AxisIndex(std::string_view("a\0", 2)), -1);
+  // Sub-axes resolve whether or not the mesh has them as atoms.
+  Mesh x = M("x=8,y=2");
+  EXPECT_EQ(x.Resolve("x:(2)2").index, 0);
+  EXPECT_EQ(x.Resolve("x:(2)2").stride, 2);
+  EXPECT_EQ(x.Resolve("x:(2)2").size, 2);
+  EXPECT_EQ(x.AxisIndex("x:(2)2"), -1);
+  EXPECT_EQ(x.AxisSize("x:(1)4"), 4);
+}
+
 TEST(MeshTest, RowMajorCoordinates) {
   Mesh mesh = M("x=2,y=4");
   EXPECT_EQ(mesh.Coordinates(5), (std::vector<int64_t>{1, 1}));

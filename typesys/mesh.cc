@@ -1,5 +1,6 @@
 #include "typesys/mesh.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -41,26 +42,66 @@ bool ReadPositive(std::string_view text, size_t* pos, int64_t* value) {
   return *pos > start && v >= 1;
 }
 
+// An axis reference split into its axis name and, for a sub-axis x:(m)k, m and k (size 0 for
+// a whole axis), without allocating.
+struct AxisRefView {
+  std::string_view axis;
+  int64_t pre = 1;
+  int64_t size = 0;
+};
+enum class RefSyntax { kOk, kBadName, kBadForm };
+
+RefSyntax SplitAxisRef(std::string_view text, AxisRefView* ref) {
+  const size_t colon = text.find(':');
+  ref->axis = text.substr(0, colon);
+  if (!IsIdentifier(ref->axis)) return RefSyntax::kBadName;
+  if (colon == std::string_view::npos) return RefSyntax::kOk;
+  size_t pos = colon + 1;
+  const bool ok = pos < text.size() && text[pos++] == '(' && ReadPositive(text, &pos, &ref->pre) &&
+                  pos < text.size() && text[pos++] == ')' && ReadPositive(text, &pos, &ref->size) &&
+                  pos == text.size();
+  return ok ? RefSyntax::kOk : RefSyntax::kBadForm;
+}
+
+// Whether sub-axis (m)k fits an axis of size n: k > 1 and m·k divides n.
+bool SubAxisFits(int64_t n, int64_t pre, int64_t size) {
+  return size >= 2 && pre <= n / size && n % (pre * size) == 0;
+}
+
+// `name`'s length and bytes packed into an integer (length in the top byte, then the bytes,
+// first lowest) when it has at most 7 bytes; else 0. Two short names have the same key exactly
+// when they are equal, and no non-empty name has key 0.
+uint64_t ShortNameKey(std::string_view name) {
+  const size_t n = name.size();
+  if (n >= sizeof(uint64_t)) return 0;
+  const char* p = name.data();
+  uint64_t bytes = 0;
+  if (n >= 4) {  // Two 4-byte loads that overlap when n < 8 (the overlap ORs equal bytes).
+    uint32_t low, high;
+    std::memcpy(&low, p, 4);
+    std::memcpy(&high, p + n - 4, 4);
+    bytes = uint64_t{low} | uint64_t{high} << (8 * (n - 4));
+  } else {
+    for (size_t i = 0; i < n; ++i) bytes |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return bytes | uint64_t{n} << 56;
+}
+
 }  // namespace
 
 absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text) {
-  const size_t colon = text.find(':');
-  AxisRef ref;
-  ref.axis = std::string(text.substr(0, colon));
-  if (!IsIdentifier(ref.axis)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("axis reference '", Absl(text), "' does not start with an axis name"));
+  AxisRefView view;
+  switch (SplitAxisRef(text, &view)) {
+    case RefSyntax::kBadName:
+      return absl::InvalidArgumentError(
+          absl::StrCat("axis reference '", Absl(text), "' does not start with an axis name"));
+    case RefSyntax::kBadForm:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sub-axis '", Absl(text), "' is not of the form name:(m)k with positive integers m, k"));
+    case RefSyntax::kOk:
+      break;
   }
-  if (colon == std::string_view::npos) return ref;
-  size_t pos = colon + 1;
-  const bool ok = pos < text.size() && text[pos++] == '(' && ReadPositive(text, &pos, &ref.pre) &&
-                  pos < text.size() && text[pos++] == ')' &&
-                  ReadPositive(text, &pos, &ref.size) && pos == text.size();
-  if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sub-axis '", Absl(text), "' is not of the form name:(m)k with positive integers m, k"));
-  }
-  return ref;
+  return AxisRef{std::string(view.axis), view.pre, view.size};
 }
 
 std::string AxisRefName(const AxisRef& ref) {
@@ -100,6 +141,7 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
     mesh.num_devices_ *= axis.size;
   }
   mesh.axes_ = std::move(axes);
+  mesh.KeyNames();
   return mesh;
 }
 
@@ -107,6 +149,7 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
   Mesh mesh;
   mesh.axes_ = std::move(atoms);
   mesh.num_devices_ = num_devices;
+  mesh.KeyNames();
 #ifndef NDEBUG
   const absl::StatusOr<Mesh> checked = Create(mesh.axes_);
   RESHARD_CHECK(checked.ok() && checked->num_devices_ == num_devices) << checked.status();
@@ -114,12 +157,23 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
   return mesh;
 }
 
+void Mesh::KeyNames() {
+  name_keys_.clear();
+  for (const MeshAxis& axis : axes_) name_keys_.push_back(ShortNameKey(axis.name));
+}
+
 int Mesh::AxisIndex(std::string_view name) const {
-  // On every path that names axes by string (types, collectives), so cheap rejections first:
-  // length, the first character (where atoms of different axes, `x:(1)2` and `y:(1)2`,
-  // differ), then the characters from the end, where atoms of one axis (`x:(1)2`, `x:(2)2`)
-  // differ.
   if (name.empty()) return -1;
+  if (const uint64_t key = ShortNameKey(name); key != 0) {
+    const uint64_t* keys = name_keys_.data();
+    const int count = static_cast<int>(name_keys_.size());
+    for (int i = 0; i < count; ++i) {
+      if (keys[i] == key) return i;
+    }
+    return -1;
+  }
+  // Names of 8 bytes or more: cheap rejections first: length, the first character, then the
+  // characters from the end, where atoms of one axis (`tensor:(1)2`, `tensor:(2)2`) differ.
   for (int i = 0; i < num_axes(); ++i) {
     const std::string& candidate = axes_[i].name;
     if (candidate.size() != name.size() || candidate[0] != name[0]) continue;
@@ -137,7 +191,10 @@ int Mesh::WholeAxisIndex(std::string_view name) const {
   return index;
 }
 
-int64_t Mesh::AxisSize(std::string_view name) const { return Resolve(name).size; }
+int64_t Mesh::AxisSize(std::string_view name) const {
+  const int index = AxisIndex(name);
+  return index >= 0 ? axes_[index].size : Resolve(name).size;
+}
 
 absl::Status Mesh::CheckAxisRef(std::string_view ref) const {
   if (HasAxis(ref)) return absl::OkStatus();
@@ -158,7 +215,7 @@ absl::Status Mesh::CheckAxisRef(std::string_view ref) const {
     return absl::InvalidArgumentError(
         absl::StrCat("sub-axis '", Absl(ref), "' has size ", parsed->size, "; it must be > 1"));
   }
-  if (parsed->pre > n / parsed->size || n % (parsed->pre * parsed->size) != 0) {
+  if (!SubAxisFits(n, parsed->pre, parsed->size)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sub-axis '", Absl(ref), "' does not fit axis '", parsed->axis, "' of size ", n, ": ",
         parsed->pre, "*", parsed->size, " must divide ", n));
@@ -168,9 +225,14 @@ absl::Status Mesh::CheckAxisRef(std::string_view ref) const {
 
 Mesh::Digit Mesh::Resolve(std::string_view ref) const {
   if (int index = AxisIndex(ref); index >= 0) return Digit{index, 1, axes_[index].size};
-  RESHARD_CHECK(CheckAxisRef(ref).ok()) << "invalid mesh axis reference '" << ref << "'";
-  AxisRef parsed = *ParseAxisRef(ref);
-  const int index = AxisIndex(parsed.axis);
+  // A sub-axis, on a mesh that does not have it as an atom (metrics and checks of coarsened
+  // plans on the user's mesh resolve many): CheckAxisRef's tests, without allocating.
+  AxisRefView parsed;
+  const int index = SplitAxisRef(ref, &parsed) == RefSyntax::kOk && parsed.size != 0
+                        ? AxisIndex(parsed.axis)
+                        : -1;
+  RESHARD_CHECK(index >= 0 && SubAxisFits(axes_[index].size, parsed.pre, parsed.size))
+      << "invalid mesh axis reference '" << ref << "': " << CheckAxisRef(ref);
   return Digit{index, axes_[index].size / (parsed.pre * parsed.size), parsed.size};
 }
 
