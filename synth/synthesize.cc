@@ -639,6 +639,11 @@ std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, cons
 // the ascent (appended to y's dimension), so the descent's reductions and the middle act on
 // smaller buffers. The dimension is one the descent leaves alone, whose local size in `from`
 // and in y the helpers' group divides (the largest in `from`); nullopt when there is none.
+// With `others`, every other pair of dimensions to slice onto and gather from, the slice
+// also onto dimensions the descent slices or scatters onto (the helpers first, the middle
+// moving them): x=2,y=2,z=2,w=4 [192{w},384,96] partial{z} -> [192{y},384,96{z,w}] slices x
+// and y onto dimension 2, scatters z there, permutes and gathers x from dimension 0 (41.5
+// instead of 51.0 µs).
 std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
                                    const std::vector<std::string>& helpers, bool others) {
   if (!c.late.empty()) return {};  // Its late slices would follow the helpers.
@@ -667,9 +672,17 @@ std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const
     if (!dim) return {};
     return {helped(*dim, *dim)};
   }
+  // Dimension d's local size divides into the helpers and then the descent's appends to d.
+  auto sliceable_first = [&](int d) {
+    int64_t descent = 1;
+    for (const Append& a : c.descent) {
+      if (a.dim == d) descent *= mesh.AxisSize(a.axis);
+    }
+    return LocalDimSize(mesh, from.dims[d]) % (group * descent) == 0;
+  };
   std::vector<Candidate> out;
   for (int slice = 0; slice < from.rank(); ++slice) {
-    if (!sliceable(slice)) continue;
+    if (!sliceable_first(slice)) continue;
     for (int gather = 0; gather < c.y.rank(); ++gather) {
       if (!gatherable(gather) || (dim && slice == *dim && gather == *dim)) continue;
       out.push_back(helped(slice, gather));

@@ -36,7 +36,9 @@ TEST(MeshTest, FindsAxesByNameOfAnyLength) {
   Mesh mesh = M("a=2,ab=2,abcdefg=2,abcdefgh=2,abcdefghi=2,pipeline_stage=2,pipeline_stagf=2");
   const std::vector<std::string> names = {
       "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "pipeline_stage", "pipeline_stagf"};
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(mesh.AxisIndex(names[i]), i) << names[i];
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(mesh.AxisIndex(names[i]), static_cast<int>(i)) << names[i];
+  }
   for (const char* absent : {"", "b", "abc", "abcdefgi", "abcdefghij", "pipeline_stagg"}) {
     EXPECT_EQ(mesh.AxisIndex(absent), -1) << absent;
   }
