@@ -1113,6 +1113,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
     for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
       add(c.descent, c.y);
     }
+    // And each helper alone, where all of them together do not divide a dimension: x=3,y=2,
+    // z=3,w=4 [32,128{y},768] partial{w} -> [32,128,768{w,y}] slices x (not x and z) where w
+    // is scattered, 64.1 instead of 70.1 µs.
+    for (size_t h = 0; helpers.size() > 1 && h < helpers.size(); ++h) {
+      for (Candidate& c : WithHelpers(mesh, from, candidates[i], {helpers[h]}, true)) {
+        add(c.descent, c.y);
+      }
+    }
   }
   for (size_t i : moving) {
     for (Candidate& c : SlicesElsewhere(mesh, from, candidates[i])) add(c.descent, c.y);

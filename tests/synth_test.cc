@@ -802,6 +802,19 @@ TEST(NormalTest, HelperSlicedWhereTheDescentScattersThenMoved) {
                    CostModel(), 41.542);
 }
 
+TEST(NormalTest, OneOfSeveralHelpersCarriesTheReduction) {
+  // x and z (3 each) are helpers, but both together (9) do not divide dimension 2 with the
+  // scattered w; x alone does: slice x, reduce_scatter w's pieces and all_to_all y on a third
+  // of the data, permute x to the end and gather it (optimal's 64.079 µs). With every helper
+  // or none, normal reduce_scattered and all_to_all-ed the full data (70.05 µs). (f64: the
+  // bytes of f32[32,128,768] in as few elements as the reference interpreter holds.)
+  ExpectNormalPlan(
+      "x=3,y=2,z=3,w=4", "f64[16,128{y},768] partial{w}", "f64[16,128,768{w,y}]",
+      {CollectiveKind::kAllSlice, CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
+       CollectiveKind::kAllToAll, CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather},
+      CostModel(), 64.079);
+}
+
 TEST(NormalTest, RefinedSearchesStopAtTheirCap) {
   // Bench case 26's shape at 64^3: on the 6-atom refinement a 35.655 µs plan exists
   // (optimal's), but the middle search that finds it needs more than the 2^20 work units
