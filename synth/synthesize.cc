@@ -1786,9 +1786,11 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
                              model.Group(mesh, axes), in);
   };
   // Gather, all_to_all, slice: the minor pieces S = [P_t .. P_m] are gathered on the losing
-  // dimension, the major ones move as one all_to_all at |S| times the size, and S is sliced
-  // onto the gaining dimension, where it then follows them: (|S| - 1) + (|P| - 1) alphas
-  // instead of |S||P| - 1, within the memory bound. Priced without building types.
+  // dimension, one piece at a time from the last (a chain: the same bytes as one gather over
+  // S for fewer alphas), the major ones move as one all_to_all at |S| times the size, and S
+  // is sliced onto the gaining dimension, where it then follows them: (|S| - 1) + (|P| - 1)
+  // alphas at most instead of |S||P| - 1, within the memory bound. Priced without building
+  // types.
   // The atoms of pieces [0, t) and of pieces [t, m).
   auto split_at = [&](size_t t) {
     std::pair<std::vector<std::string>, std::vector<std::string>> parts;
@@ -1804,8 +1806,13 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
     const auto [major, minor] = split_at(t);
     const int64_t widened = local_bytes * mesh.GroupSize(minor);
     if (widened > max_local_bytes) continue;
-    const double us = group_us(CollectiveKind::kAllGather, minor, bytes) +
-                      group_us(CollectiveKind::kAllToAll, major, static_cast<double>(widened));
+    double us = 0;
+    double in = bytes;  // The buffer each gather of the chain widens.
+    for (size_t p = pieces.size(); p-- > t;) {
+      us += group_us(CollectiveKind::kAllGather, pieces[p], in);
+      in *= static_cast<double>(mesh.GroupSize(pieces[p]));
+    }
+    us += group_us(CollectiveKind::kAllToAll, major, static_cast<double>(widened));
     if (us < gather_us) {
       gather_us = us;
       gather_split = t;
@@ -1838,7 +1845,9 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   if (gather_us < single_us) {
     const auto [major, minor] = split_at(gather_split);
     StepBuilder chain(mesh, current);
-    chain.Apply(Collective::AllGather(minor, losing));
+    for (size_t p = pieces.size(); p-- > gather_split;) {
+      chain.Apply(Collective::AllGather(pieces[p], losing));
+    }
     chain.Apply(Collective::AllToAll(major, losing, gaining));
     chain.Apply(Collective::AllSlice(minor, gaining));
     RESHARD_CHECK(chain.current() == step.type)
