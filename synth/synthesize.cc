@@ -991,15 +991,19 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
     }
   }
   if (!scattered) return std::nullopt;
+  // y's axes `from` does not use, each sliced once where a shrink is left (y's dimension first).
+  std::vector<std::string> unused;
+  for (const Dim& dim : y.dims) {
+    for (const std::string& axis : dim.axes) {
+      if (AxisUse(from, axis) == kUnused) unused.push_back(axis);
+    }
+  }
   for (int d = 0; d < y.rank(); ++d) {
     for (int e = 0; e < y.rank() && shrink[d] > 1; ++e) {
       for (const std::string& axis : y.dims[(d + e) % y.rank()].axes) {
-        if (AxisUse(from, axis) != kUnused) continue;
-        const bool placed = std::any_of(lead.begin(), lead.end(), [&](const auto& appends) {
-          return std::any_of(appends.begin(), appends.end(),
-                             [&](const Append& a) { return a.axis == axis; });
-        });
-        if (!placed && take(axis, d)) lead[d].push_back(Append{axis, d, false});
+        if (!Contains(unused, axis) || !take(axis, d)) continue;
+        lead[d].push_back(Append{axis, d, false});
+        std::erase(unused, axis);
       }
     }
     if (shrink[d] != 1) return std::nullopt;
