@@ -2,6 +2,7 @@
 // takes on them.
 //
 //   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--latency 1]
+//              [--strategy S]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -15,10 +16,11 @@
 //
 // --axes A (1-4) draws other cases instead: meshes of exactly A axes x, y, z, w of sizes 2,
 // 3, 4, 8 and at most 256 devices, ranks 1-4, dimensions 48-4096. --latency 1 times `normal`
-// instead of comparing it (each case twice, the faster call counts; cases it rejects as
-// invalid are skipped) and prints the latency percentiles, the geometric mean of its modeled
-// cost (to compare two builds' plans) and the K slowest cases: docs/benchmarks.md, "Latency
-// cliffs". Timings are this machine's, not a test.
+// (or strategy S) instead of comparing it (each case twice, the faster call counts; cases it
+// rejects as invalid are skipped) and prints the latency percentiles, the geometric mean of
+// its modeled cost (to compare two builds' plans), for `optimal` how many plans are proven,
+// and the K slowest cases: docs/benchmarks.md, "Latency cliffs". Timings are this machine's,
+// not a test.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -136,13 +138,15 @@ void ForEachCase(int64_t cases, int64_t seed, int axes, const CostModel& model, 
   }
 }
 
-int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
+int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model,
+               Strategy strategy) {
   std::vector<std::pair<double, std::string>> timed;  // µs, case.
-  int64_t skipped = 0, no_plan = 0;
+  int64_t skipped = 0, no_plan = 0, proven = 0;
   double log_cost = 0;
   int64_t costed = 0;
   ForEachCase(cases, seed, axes, model, skipped,
-              [&](const RandomCase& c, const Parsed& p, const SynthesisOptions& options) {
+              [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
+                options.strategy = strategy;
                 double best_us = std::numeric_limits<double>::infinity();
                 absl::StatusOr<Plan> plan;
                 for (int call = 0; call < 2; ++call) {
@@ -158,9 +162,12 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel&
                 }
                 if (!plan.ok()) {
                   ++no_plan;
-                } else if (plan->metrics.cost_us > 0) {
-                  log_cost += std::log(plan->metrics.cost_us);
-                  ++costed;
+                } else {
+                  if (plan->optimality == Optimality::kProven) ++proven;
+                  if (plan->metrics.cost_us > 0) {
+                    log_cost += std::log(plan->metrics.cost_us);
+                    ++costed;
+                  }
                 }
                 timed.emplace_back(best_us, CaseText(c));
               });
@@ -175,12 +182,16 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel&
   };
   std::printf("cases timed: %zu (no plan: %lld; skipped: %lld)\n", timed.size(),
               static_cast<long long>(no_plan), static_cast<long long>(skipped));
-  std::printf(
-      "normal latency, faster of 2 calls: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
-      at(0.5), at(0.9), at(0.99), timed.front().first);
+  const std::string name(StrategyName(strategy));
+  std::printf("%s latency, faster of 2 calls: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+              name.c_str(), at(0.5), at(0.9), at(0.99), timed.front().first);
   if (costed > 0) {
-    std::printf("geometric mean cost_us of normal's plans: %.4f (%lld plans)\n",
+    std::printf("geometric mean cost_us of %s's plans: %.4f (%lld plans)\n", name.c_str(),
                 std::exp(log_cost / static_cast<double>(costed)), static_cast<long long>(costed));
+  }
+  if (strategy == Strategy::kOptimal) {
+    std::printf("proven optimal: %lld of %zu plans\n", static_cast<long long>(proven),
+                timed.size() - static_cast<size_t>(no_plan));
   }
   for (int i = 0; i < show && i < static_cast<int>(timed.size()); ++i) {
     std::printf("%10.1f us  %s\n", timed[i].first, timed[i].second.c_str());
@@ -242,8 +253,19 @@ int main(int argc, char** argv) {
   int show = 10, axes = 0;
   bool latency = false;
   reshard::CostModel model;
+  reshard::Strategy strategy = reshard::Strategy::kNormal;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
+    if (flag == "--strategy") {
+      absl::StatusOr<reshard::Strategy> parsed = reshard::ParseStrategy(argv[i + 1]);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "gap-survey: --strategy: %s\n",
+                     std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      strategy = *parsed;
+      continue;
+    }
     if (flag == "--axis-cost") {
       absl::StatusOr<reshard::CostModel> parsed = reshard::ParseCostModel(argv[i + 1]);
       if (!parsed.ok()) {
@@ -272,7 +294,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
-                   "--axis-cost, --axes 1-4, --latency 0|1)\n",
+                   "--axis-cost, --axes 1-4, --latency 0|1, --strategy)\n",
                    argv[i], argv[i + 1]);
       return 2;
     }
@@ -280,9 +302,15 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
-                 "[--axes A] [--latency 1]\n");
+                 "[--axes A] [--latency 1] [--strategy S]\n");
     return 2;
   }
-  if (latency) return reshard::RunLatency(cases, seed, axes, show, model);
+  if (!latency && strategy != reshard::Strategy::kNormal) {
+    std::fprintf(stderr,
+                 "gap-survey: --strategy needs --latency 1 (the survey compares normal "
+                 "with optimal)\n");
+    return 2;
+  }
+  if (latency) return reshard::RunLatency(cases, seed, axes, show, model, strategy);
   return reshard::Run(cases, seed, axes, show, model);
 }

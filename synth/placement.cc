@@ -911,13 +911,25 @@ size_t CheapestSource(absl::Span<const int64_t> sources, const int64_t* coords,
 int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                      int64_t pending) {
   RESHARD_CHECK(from_local.size() == to_local.size()) << "types of different rank";
+  constexpr uint64_t kCap = uint64_t{1} << 62;
+  const uint64_t summands = static_cast<uint64_t>(std::max<int64_t>(pending, 1));
   // M never exceeds the device count (distinct (block, summand) pieces), but saturate anyway.
-  uint64_t pieces = static_cast<uint64_t>(std::max<int64_t>(pending, 1));
+  uint64_t pieces = summands;
   for (size_t i = 0; i < to_local.size(); ++i) {
     const uint64_t met = static_cast<uint64_t>((to_local[i] + from_local[i] - 1) / from_local[i]);
-    pieces = pieces > (uint64_t{1} << 62) / met ? (uint64_t{1} << 62) : pieces * met;
+    pieces = pieces > kCap / met ? kCap : pieces * met;
   }
-  return static_cast<int64_t>(pieces);
+  if (summands == 1) return static_cast<int64_t>(pieces);
+  // R: local volumes are at most 2^56 elements (kMaxAccountedBytes), so K * V_to fits 128 bits.
+  unsigned __int128 volume = 1, to_volume = 1;
+  for (size_t i = 0; i < to_local.size(); ++i) {
+    volume *= static_cast<uint64_t>(from_local[i]);
+    to_volume *= static_cast<uint64_t>(to_local[i]);
+  }
+  const unsigned __int128 growth =
+      std::max<unsigned __int128>(1, (to_volume * summands + volume - 1) / volume);
+  const unsigned __int128 reduction = growth > kCap / summands ? kCap : growth * summands;
+  return static_cast<int64_t>(std::max<unsigned __int128>(pieces, reduction));
 }
 
 MiddleGrowthBound::MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes)

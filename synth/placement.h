@@ -168,18 +168,32 @@ Lacking LackingElements(absl::Span<const int64_t> sizes, absl::Span<const AxisRo
                         absl::Span<const int64_t> to_local, int64_t target_elements,
                         bool need_total, LackingWalk walk = LackingWalk::kCheaper);
 
-// M = pending * prod_i ceil(to_local[i] / from_local[i]) (saturated at 2^62): the (block,
-// summand) pieces of a type with local shape `from_local` that a device's target block (local
-// shape `to_local`) needs, with `pending` summands still to be reduced. Its block meets at least
-// prod_i ceil(...) blocks of the current type and needs every pending summand of each, so its
-// final buffer derives from at least M devices' current buffers.
+// The larger of two counts whose ceil(log2) bounds the latency terms of the rest of any plan
+// (saturated at 2^62), with `pending` (K) summands still to be reduced:
 //
-// LatencyRounds(M) = ceil(log2 M) is then a lower bound on the number of latency terms (each at
-// least the smallest alpha) of any plan: a collective over a group of k devices lets a buffer
-// derive from at most k times as many devices as before and costs (k - 1) >= ceil(log2 k)
-// alphas; permutes and slices add none. M shrinks by at most the factor k per such step (a
-// gather or all_to_all widens a dimension's blocks k-fold, a reduction divides the pending
-// summands by k), so the bound is consistent, as A* needs.
+// M = K * prod_i ceil(to_local[i] / from_local[i]): the (block, summand) pieces of a type with
+// local shape `from_local` that a device's target block (local shape `to_local`) needs. Its
+// block meets at least prod_i ceil(...) blocks of the current type and needs every pending
+// summand of each, so its final buffer derives from at least M devices' current buffers. A
+// collective over a group of k devices lets a buffer derive from at most k times as many
+// devices as before and costs (k - 1) >= ceil(log2 k) alphas; permutes and slices add none.
+// M shrinks by at most the factor k per such step (a gather or all_to_all widens a
+// dimension's blocks k-fold, a reduction divides the pending summands by k).
+//
+// R = K * max(1, ceil(K * V_to / V)), V and V_to the local volumes: the reductions must divide
+// K down to 1 and the local volume must reach V_to. In log2 terms, a reduce_scatter over k
+// takes log k off both log K and log V for (k - 1) >= log k alphas, an all_reduce log k off log K
+// for 2(k - 1) >= 2 log k, a gather (or an all_to_all_v growing each buffer k-fold, from >= k - 1
+// other devices) adds log k to log V for >= log k; slices only lower V, all_to_alls and
+// permutes change neither. So phi = log K + max(0, log K + log V_to - log V), which is log2 R,
+// drops by at most a step's latency terms and is 0 at the target. It exceeds log M where a
+// reduction must be undone: x=2 partial{x} -> replicated needs 2 alphas (reduce_scatter then
+// gather, or one all_reduce), M = 2 says 1, R = 4 says 2.
+//
+// LatencyRounds(max(M, R)) is then a lower bound on the number of latency terms (each at least
+// the smallest alpha) of any plan, and consistent, as A* needs: both logs drop by at most the
+// latency terms of each step (the rounds are integers, so their ceilings do too). With K = 1,
+// R <= M: a valley's middle (MiddleGrowthBound) sees M alone.
 int64_t PiecesNeeded(absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                      int64_t pending);
 inline int LatencyRounds(int64_t pieces) {

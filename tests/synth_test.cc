@@ -1207,5 +1207,42 @@ TEST(BytesLowerBoundTest, CountsTheMergesOfAPendingReduction) {
             LowerBoundBytesTotal(two, T(two, "f32[16{x},16]"), T(two, "f32[16,16{y}]")));
 }
 
+TEST(TimeLowerBoundTest, CountsTheRoundsThatUndoAScatteredReduction) {
+  // Summing two summands into a replicated result takes two alphas whichever way (one
+  // all_reduce, or a reduce_scatter and a gather back), where the pieces a device needs (2)
+  // say one. The bound is then the optimum (rounded to whole ns).
+  CostModel model;
+  Mesh one = M("x=2");
+  const DistType from = T(one, "f32[16,16] partial{x}");
+  const DistType to = T(one, "f32[16,16]");
+  const AxisCost x = model.Axis("x");
+  EXPECT_DOUBLE_EQ(TimeLowerBoundUs(one, model, from, to), 2 * x.alpha_us + x.TransferUs(1024));
+  SynthesisOptions options;
+  options.strategy = Strategy::kOptimal;
+  absl::StatusOr<Plan> plan = Synthesize(one, from, to, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NEAR(plan->metrics.cost_us, TimeLowerBoundUs(one, model, from, to), 1e-3);
+
+  // Three summands reduced, one axis of the result split: the incumbent (normal's plan, which
+  // is optimal) meets the bound at the source, so the search proves it without settling a
+  // state (it settled 28 before the reduction count).
+  Mesh mesh = M("x=2,y=2,z=2");
+  const DistType sum = T(mesh, "f32[48,96,768] partial{y,x,z}");
+  const DistType split = T(mesh, "f32[48,96{y},768]");
+  absl::StatusOr<Plan> normal = Synthesize(mesh, sum, split);
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  SearchOptions search;
+  search.max_local_bytes = LocalBytes(mesh, sum);
+  search.fill_permute_pairs = false;
+  search.bytes_bound = true;
+  search.cost_model = &model;
+  search.max_cost_us = normal->metrics.cost_us * (1 + 1e-9);
+  search.incumbent =
+      SearchOptions::Incumbent{normal->metrics.cost_us, normal->metrics.bytes_received_total};
+  SearchStats stats;
+  EXPECT_TRUE(absl::IsNotFound(SearchPlan(mesh, sum, split, search, &stats).status()));
+  EXPECT_EQ(stats.states_settled, 0);
+}
+
 }  // namespace
 }  // namespace reshard
