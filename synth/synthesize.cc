@@ -34,6 +34,7 @@
 #include "synth/placement.h"
 #include "synth/plan_check.h"
 #include "synth/search.h"
+#include "synth/search_bounds.h"
 #include "synth/step_builder.h"
 #include "typesys/absl_compat.h"
 #include "typesys/check.h"
@@ -1162,7 +1163,9 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
                                                 MiddleBudget left) {
   if (from == to) return std::vector<Step>{};
 
-  const int64_t lower_bound = bounds.bytes_total;
+  // BytesLowerBound: the sharper bound counts the merges a pending reduction needs.
+  const int64_t lower_bound = internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                                          internal::PendingUnit(mesh, to));
   std::optional<std::vector<Step>> best;
   int64_t best_bytes = 0;
   double best_us = 0;
@@ -1611,6 +1614,22 @@ bool FinerPassMayPay(const DistType& from, const DistType& to, const Plan& plan)
     return std::any_of(dim.axes.begin(), dim.axes.end(),
                        [&](const std::string& axis) { return AxisUse(from, axis) == kUnused; });
   });
+}
+
+// Whether `plan` (from `from` to `to` on whole axes, its metrics under options.cost_model)
+// meets both lower bounds, bytes received (BytesLowerBound) and modeled time
+// (TimeLowerBoundUs, rounded as metrics are): then no plan, on whole axes or sub-axes (both
+// bounds are the same on a refinement), is better under either objective. `bytes_only`:
+// check the bytes alone (cheap: from the metrics' LowerBoundBytesTotal, no pass over the
+// devices).
+bool MeetsLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to, const Plan& plan,
+                      const SynthesisOptions& options, bool bytes_only) {
+  const int64_t bytes_bound = internal::PendingBytesBound(plan.metrics.lower_bound_bytes_total,
+                                                          mesh.GroupSize(ToReduce(mesh, from, to)),
+                                                          internal::PendingUnit(mesh, to));
+  if (plan.metrics.bytes_received_total > bytes_bound) return false;
+  return bytes_only ||
+         plan.metrics.cost_us <= RoundCostUs(TimeLowerBoundUs(mesh, options.cost_model, from, to));
 }
 
 // `normal`: without `model` (the bytes objective), the byte-optimal valley (the paper's
@@ -2509,9 +2528,22 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   // `normal` is a heuristic: it synthesizes on the finer mesh only where that may pay
   // (FinerPassMayPay), under a model where that ends its search (LowerBoundEndsSearch).
   // `optimal` always searches the finer mesh.
-  if (options.strategy != Strategy::kOptimal && plan.ok() && !FinerPassMayPay(from, to, *plan) &&
-      LowerBoundEndsSearch(mesh, TimeModel(options))) {
-    return finish(*fine, std::move(plan));
+  // The plan as it leaves (its groups split into chains where that is better), when it was
+  // built before the finer pass: then it meets no lower bound.
+  std::optional<absl::StatusOr<Plan>> leaving;
+  if (options.strategy != Strategy::kOptimal && plan.ok()) {
+    if (!FinerPassMayPay(from, to, *plan) && LowerBoundEndsSearch(mesh, TimeModel(options))) {
+      return finish(*fine, std::move(plan));
+    }
+    // Splitting never lowers the bytes (a chain of gathers or scatters receives what the group
+    // collective does, a chain of all_to_alls more), so a plan above the byte bound is not
+    // split here.
+    if (refs.empty() && MeetsLowerBounds(mesh, from, to, *plan, options, /*bytes_only=*/true)) {
+      leaving = finish(*fine, *plan);
+      if (MeetsLowerBounds(mesh, from, to, **leaving, options, /*bytes_only=*/false)) {
+        return *std::move(leaving);
+      }
+    }
   }
   // Sub-axes can only add options; the finer search wins ties to the plan without them. When
   // `optimal`'s search on the finer mesh gives up, its branch-and-bound incumbent (`normal` on
@@ -2523,7 +2555,10 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   absl::StatusOr<Plan> finer =
       finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
                                       plan.ok() ? &*plan : nullptr));
-  plan = finish(*fine, std::move(plan), finer.ok() ? &finer->metrics : nullptr);
+  // (Built with the finer plan as rival it would be the same plan: it is not built only when
+  // it is costlier than the rival, which then wins either way.)
+  plan = leaving ? *std::move(leaving)
+                 : finish(*fine, std::move(plan), finer.ok() ? &finer->metrics : nullptr);
   if (!plan.ok()) {
     if (finer.ok()) return finer;
     if (options.strategy != Strategy::kOptimal || !absl::IsResourceExhausted(finer.status())) {
