@@ -1108,9 +1108,27 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   for (size_t i = 0; i < plain; ++i) {
     if (HasMiddle(from, candidates[i])) moving.push_back(i);
   }
+  std::vector<Candidate> scattered;
   for (size_t i : moving) {
     for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], true)) {
       add(c.descent, c.y);
+      scattered.push_back(std::move(c));
+    }
+  }
+  // With the helpers sliced where the reduction scatters and gathered where it is gathered.
+  for (const Candidate& s : scattered) {
+    if (helpers.empty()) break;
+    const Append& scatter = s.descent.back();
+    const auto holds = [&](const Dim& dim) {
+      return std::find(dim.axes.begin(), dim.axes.end(), scatter.axis) != dim.axes.end();
+    };
+    const int gather =
+        static_cast<int>(std::find_if(s.y.dims.begin(), s.y.dims.end(), holds) - s.y.dims.begin());
+    for (Candidate& c : WithHelpers(mesh, from, s, helpers, true)) {
+      if (c.descent.front().dim == scatter.dim && gather < c.y.rank() &&
+          c.y.dims[gather].axes.back() == helpers.back()) {
+        add(c.descent, c.y);
+      }
     }
   }
   for (size_t i : moving) {

@@ -815,6 +815,19 @@ TEST(NormalTest, OneOfSeveralHelpersCarriesTheReduction) {
       CostModel(), 64.079);
 }
 
+TEST(NormalTest, HelperSlicedWhereTheReductionScatters) {
+  // The reduction of w is split around the middle (scattered onto dimension 3, gathered from
+  // dimension 2 at the end); y, which neither type uses, is sliced onto dimension 3 first, so
+  // the reduce_scatter, the all_to_all and the permute act on half the data, and gathered
+  // back from dimension 2 (optimal's 32.209 µs). Helpers used to be tried only with the plain
+  // candidates, not with the split reductions (35.49 µs: the reduce_scatter on the full data).
+  ExpectNormalPlan(
+      "x=2,y=2,z=4,w=2", "f32[8,64{x},64{z},32] partial{w}", "f32[8{x},64,64,32{z}]",
+      {CollectiveKind::kAllSlice, CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
+       CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather, CollectiveKind::kAllGather},
+      CostModel(), 32.209);
+}
+
 TEST(NormalTest, RefinedSearchesStopAtTheirCap) {
   // Bench case 26's shape at 64^3: on the 6-atom refinement a 35.655 µs plan exists
   // (optimal's), but the middle search that finds it needs more than the 2^20 work units
