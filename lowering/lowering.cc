@@ -577,7 +577,14 @@ absl::StatusOr<Plan> ImportChain(const Mesh& m, llvm::StringRef mesh_name, const
   return plan;
 }
 
-absl::StatusOr<Plan> ImportAnnotatedChain(Operation* last, mlir::SymbolTableCollection& symbols) {
+mesh::MeshOp LookupMesh(Operation* from, mlir::FlatSymbolRefAttr name,
+                        mlir::SymbolTableCollection* symbols) {
+  if (symbols != nullptr) return mesh::getMeshOrNull(from, name, *symbols);
+  return mlir::dyn_cast_or_null<mesh::MeshOp>(
+      mlir::SymbolTable::lookupNearestSymbolFrom(from, name.getAttr()));
+}
+
+absl::StatusOr<Plan> ImportAnnotatedChain(Operation* last, mlir::SymbolTableCollection* symbols) {
   auto dict = last->getAttrOfType<mlir::DictionaryAttr>(kReshardingAttrName);
   if (!dict) {
     return absl::InvalidArgumentError(
@@ -598,7 +605,7 @@ absl::StatusOr<Plan> ImportAnnotatedChain(Operation* last, mlir::SymbolTableColl
   if (from.getMesh() != to.getMesh()) {
     return absl::InvalidArgumentError("from and to shardings name different meshes");
   }
-  auto mesh_op = mesh::getMeshOrNull(last, from.getMesh(), symbols);
+  auto mesh_op = LookupMesh(last, from.getMesh(), symbols);
   if (!mesh_op) {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown mesh ", Print(from.getMesh())));
@@ -627,7 +634,7 @@ absl::StatusOr<Plan> ImportAnnotatedChain(Operation* last, mlir::SymbolTableColl
   // their sub-axis references of the coarse mesh, and coarsen the plan back.
   auto chain_mesh = ops.front()->getAttrOfType<mlir::FlatSymbolRefAttr>("mesh");
   if (chain_mesh && chain_mesh != from.getMesh()) {
-    auto chain_mesh_op = mesh::getMeshOrNull(ops.front(), chain_mesh, symbols);
+    auto chain_mesh_op = LookupMesh(ops.front(), chain_mesh, symbols);
     if (!chain_mesh_op) {
       return absl::InvalidArgumentError(absl::StrCat("unknown mesh ", Print(chain_mesh)));
     }

@@ -11,7 +11,7 @@
 //   absl::StatusOr<reshard::Mesh> mesh = ConvertMesh(meshOp);
 //   absl::StatusOr<reshard::DistType> from = ConvertSharding(*mesh, tensorType, sharding);
 //   absl::StatusOr<mlir::Value> out = EmitPlan(builder, loc, "m", *mesh, plan, shard);
-//   absl::StatusOr<reshard::Plan> back = ImportAnnotatedChain(out->getDefiningOp(), symbols);
+//   absl::StatusOr<reshard::Plan> back = ImportAnnotatedChain(out->getDefiningOp());
 //   absl::Status ok = ValidatePlan(*back, /*prove=*/true, &summary);
 //
 // Emitted IR: mesh.all_slice / all_gather / all_to_all / all_reduce / reduce_scatter (sum)
@@ -124,14 +124,24 @@ absl::StatusOr<Plan> ImportChain(const Mesh& mesh, llvm::StringRef mesh_name,
                                  const DistType& source, const DistType& target,
                                  llvm::ArrayRef<mlir::Operation*> ops);
 
+// The mesh.mesh that `name` refers to from `from`, or null. With `symbols`, through that
+// collection, which builds and keeps each symbol table it visits (for a pass anchored on the
+// module, which looks up many names in one table). Without, by scanning the ops of the
+// enclosing symbol tables up to the symbol: a pass anchored on functions would otherwise
+// rebuild the module's table once per function, a time that grows with functions × module
+// size (mesh.mesh ops usually come first, so the scan is short).
+mlir::mesh::MeshOp LookupMesh(mlir::Operation* from, mlir::FlatSymbolRefAttr name,
+                              mlir::SymbolTableCollection* symbols = nullptr);
+
 // Reads the chain that ends at `last` (an op carrying kReshardingAttrName) back into a plan.
 // When the chain's ops run on another mesh than the annotation's shardings, that mesh must be
 // a refinement of the shardings' mesh (RefinementOf); the chain is read on it and the plan
 // returned on the shardings' mesh, with sub-axes (CoarsenPlan). InvalidArgument when the
 // attribute is malformed, the chain is shorter than `steps`, the meshes do not match, or as
 // ImportChain.
+// Meshes are looked up as LookupMesh does.
 absl::StatusOr<Plan> ImportAnnotatedChain(mlir::Operation* last,
-                                          mlir::SymbolTableCollection& symbols);
+                                          mlir::SymbolTableCollection* symbols = nullptr);
 
 // True when this build can prove plans with Z3 (proofs/ was built).
 bool CanProve();

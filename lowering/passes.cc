@@ -114,6 +114,13 @@ struct ReshardSpmdizationPass
   LogicalResult rewriteShard(mesh::ShardOp shard, mlir::IRMapping& map, mlir::OpBuilder& builder);
   LogicalResult rewriteOp(Operation& op, mlir::IRMapping& map, mlir::OpBuilder& builder);
 
+  // The mesh.mesh `name` refers to from `op` (LookupMesh: through symbols_ when anchored on
+  // the module, by a scan when anchored on a function).
+  mesh::MeshOp lookupMesh(Operation* op, mlir::FlatSymbolRefAttr name) {
+    return LookupMesh(op, name, sub_axes_ ? &symbols_ : nullptr);
+  }
+
+  // Anchored on the module only (see lookupMesh).
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
   // Models repeat one resharding in every layer: plans are cached per synthesis problem,
@@ -137,7 +144,7 @@ std::string Print(mlir::Attribute attr) {
 
 LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy parsed) {
   mesh::MeshShardingAttr sharding = shard.getShard();
-  auto mesh_op = mesh::getMeshOrNull(shard, sharding.getMesh(), symbols_);
+  auto mesh_op = lookupMesh(shard, sharding.getMesh());
   if (!mesh_op) {
     return shard.emitError("mesh.shard refers to ")
            << sharding.getMesh() << ", which is not a mesh.mesh";
@@ -275,7 +282,7 @@ LogicalResult ReshardSpmdizationPass::rewriteShard(mesh::ShardOp shard, mlir::IR
       AnnotateChain(last, source.getShard(), shard.getShard(), r.global, emitted);
     }
     if (validate) {
-      absl::StatusOr<Plan> back = ImportAnnotatedChain(last, symbols_);
+      absl::StatusOr<Plan> back = ImportAnnotatedChain(last, sub_axes_ ? &symbols_ : nullptr);
       std::string summary;
       absl::Status ok = back.ok() ? ValidatePlan(*back, /*prove=*/true, &summary) : back.status();
       if (!ok.ok()) {
@@ -342,7 +349,7 @@ LogicalResult ReshardSpmdizationPass::rewrite(mlir::func::FuncOp func) {
       auto shard = mlir::cast<mesh::ShardOp>(*arg.getUsers().begin());
       const Resharding* r = nullptr;
       (void)r;
-      auto mesh_op = mesh::getMeshOrNull(shard, shard.getShard().getMesh(), symbols_);
+      auto mesh_op = lookupMesh(shard, shard.getShard().getMesh());
       absl::StatusOr<Mesh> m = ConvertMesh(mesh_op);
       absl::StatusOr<DistType> type = ConvertSharding(*m, tensor, shard.getShard());
       // check() converted every shard op already.
@@ -437,11 +444,10 @@ struct ReshardValidatePass
                      llvm::cl::init(true)};
 
   void runOnOperation() override {
-    mlir::SymbolTableCollection symbols;
     bool failed = false;
     getOperation().walk([&](Operation* op) {
       if (!op->hasAttr(kReshardingAttrName)) return;
-      absl::StatusOr<Plan> plan = ImportAnnotatedChain(op, symbols);
+      absl::StatusOr<Plan> plan = ImportAnnotatedChain(op);
       if (!plan.ok()) {
         op->emitError("reshard-validate: cannot read the chain back: ") << Ref(plan.status());
         failed = true;
