@@ -43,6 +43,17 @@ func.func @unknown_mesh(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
 
 // -----
 
+// The symbol exists but names a function.
+mesh.mesh @mesh(shape = 2x4)
+func.func @not_a_mesh(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{mesh.shard refers to @not_a_mesh, which is not a mesh.mesh}}
+  %0 = mesh.shard %arg0 to <@not_a_mesh, [[0]]> : tensor<8x16xf32>
+  %1 = mesh.shard %0 to <@not_a_mesh, [[1]]> annotate_for_users : tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
+}
+
+// -----
+
 mesh.mesh @mesh(shape = 2x?)
 func.func @dynamic_mesh(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{mesh @mesh has a dynamic size on axis 1; reshard needs a static mesh}}
