@@ -114,13 +114,11 @@ struct ReshardSpmdizationPass
   LogicalResult rewriteShard(mesh::ShardOp shard, mlir::IRMapping& map, mlir::OpBuilder& builder);
   LogicalResult rewriteOp(Operation& op, mlir::IRMapping& map, mlir::OpBuilder& builder);
 
-  // The mesh.mesh `name` refers to from `op` (LookupMesh: through symbols_ when anchored on
-  // the module, by a scan when anchored on a function).
-  mesh::MeshOp lookupMesh(Operation* op, mlir::FlatSymbolRefAttr name) {
-    return LookupMesh(op, name, sub_axes_ ? &symbols_ : nullptr);
-  }
+  // How meshes are looked up (LookupMesh): through symbols_ when anchored on the module, by a
+  // scan when anchored on a function.
+  mlir::SymbolTableCollection* meshSymbols() { return sub_axes_ ? &symbols_ : nullptr; }
 
-  // Anchored on the module only (see lookupMesh).
+  // Upstream's spmdize and RefinedMeshOp take it; our mesh lookups only on the module.
   mlir::SymbolTableCollection symbols_;
   llvm::DenseMap<Operation*, Resharding> reshardings_;  // Keyed by the target shard op.
   // Models repeat one resharding in every layer: plans are cached per synthesis problem,
@@ -144,7 +142,7 @@ std::string Print(mlir::Attribute attr) {
 
 LogicalResult ReshardSpmdizationPass::checkShard(mesh::ShardOp shard, Strategy parsed) {
   mesh::MeshShardingAttr sharding = shard.getShard();
-  auto mesh_op = lookupMesh(shard, sharding.getMesh());
+  auto mesh_op = LookupMesh(shard, sharding.getMesh(), meshSymbols());
   if (!mesh_op) {
     return shard.emitError("mesh.shard refers to ")
            << sharding.getMesh() << ", which is not a mesh.mesh";
@@ -282,7 +280,7 @@ LogicalResult ReshardSpmdizationPass::rewriteShard(mesh::ShardOp shard, mlir::IR
       AnnotateChain(last, source.getShard(), shard.getShard(), r.global, emitted);
     }
     if (validate) {
-      absl::StatusOr<Plan> back = ImportAnnotatedChain(last, sub_axes_ ? &symbols_ : nullptr);
+      absl::StatusOr<Plan> back = ImportAnnotatedChain(last, meshSymbols());
       std::string summary;
       absl::Status ok = back.ok() ? ValidatePlan(*back, /*prove=*/true, &summary) : back.status();
       if (!ok.ok()) {
@@ -347,9 +345,7 @@ LogicalResult ReshardSpmdizationPass::rewrite(mlir::func::FuncOp func) {
         continue;
       }
       auto shard = mlir::cast<mesh::ShardOp>(*arg.getUsers().begin());
-      const Resharding* r = nullptr;
-      (void)r;
-      auto mesh_op = lookupMesh(shard, shard.getShard().getMesh());
+      auto mesh_op = LookupMesh(shard, shard.getShard().getMesh(), meshSymbols());
       absl::StatusOr<Mesh> m = ConvertMesh(mesh_op);
       absl::StatusOr<DistType> type = ConvertSharding(*m, tensor, shard.getShard());
       // check() converted every shard op already.

@@ -644,9 +644,10 @@ std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, cons
 // also onto dimensions the descent slices or scatters onto (the helpers first, the middle
 // moving them): x=2,y=2,z=2,w=4 [192{w},384,96] partial{z} -> [192{y},384,96{z,w}] slices x
 // and y onto dimension 2, scatters z there, permutes and gathers x from dimension 0 (41.5
-// instead of 51.0 µs).
+// instead of 51.0 µs). `only`: of those, just this (slice, gather) pair.
 std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
-                                   const std::vector<std::string>& helpers, bool others) {
+                                   const std::vector<std::string>& helpers, bool others,
+                                   std::optional<std::pair<int, int>> only = std::nullopt) {
   if (!c.late.empty()) return {};  // Its late slices would follow the helpers.
   const int64_t group = mesh.GroupSize(helpers);
   auto sliceable = [&](int d) {
@@ -686,6 +687,7 @@ std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const
     if (!sliceable_first(slice)) continue;
     for (int gather = 0; gather < c.y.rank(); ++gather) {
       if (!gatherable(gather) || (dim && slice == *dim && gather == *dim)) continue;
+      if (only && *only != std::make_pair(slice, gather)) continue;
       out.push_back(helped(slice, gather));
     }
   }
@@ -1119,16 +1121,9 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   for (const Candidate& s : scattered) {
     if (helpers.empty()) break;
     const Append& scatter = s.descent.back();
-    const auto holds = [&](const Dim& dim) {
-      return std::find(dim.axes.begin(), dim.axes.end(), scatter.axis) != dim.axes.end();
-    };
-    const int gather =
-        static_cast<int>(std::find_if(s.y.dims.begin(), s.y.dims.end(), holds) - s.y.dims.begin());
-    for (Candidate& c : WithHelpers(mesh, from, s, helpers, true)) {
-      if (c.descent.front().dim == scatter.dim && gather < c.y.rank() &&
-          c.y.dims[gather].axes.back() == helpers.back()) {
-        add(c.descent, c.y);
-      }
+    const int gather = DimEndingWith(s.y, scatter.axis);
+    for (Candidate& c : WithHelpers(mesh, from, s, helpers, true, {{scatter.dim, gather}})) {
+      add(c.descent, c.y);
     }
   }
   for (size_t i : moving) {
@@ -1634,20 +1629,13 @@ bool FinerPassMayPay(const DistType& from, const DistType& to, const Plan& plan)
   });
 }
 
-// Whether `plan` (from `from` to `to` on whole axes, its metrics under options.cost_model)
-// meets both lower bounds, bytes received (BytesLowerBound) and modeled time
-// (TimeLowerBoundUs, rounded as metrics are): then no plan, on whole axes or sub-axes (both
-// bounds are the same on a refinement), is better under either objective. `bytes_only`:
-// check the bytes alone (cheap: from the metrics' LowerBoundBytesTotal, no pass over the
-// devices).
-bool MeetsLowerBounds(const Mesh& mesh, const DistType& from, const DistType& to, const Plan& plan,
-                      const SynthesisOptions& options, bool bytes_only) {
-  const int64_t bytes_bound = internal::PendingBytesBound(plan.metrics.lower_bound_bytes_total,
-                                                          mesh.GroupSize(ToReduce(mesh, from, to)),
-                                                          internal::PendingUnit(mesh, to));
-  if (plan.metrics.bytes_received_total > bytes_bound) return false;
-  return bytes_only ||
-         plan.metrics.cost_us <= RoundCostUs(TimeLowerBoundUs(mesh, options.cost_model, from, to));
+// BytesLowerBound from `from` to `to` (on whole axes), from the LowerBoundBytesTotal that a
+// plan's metrics hold: no pass over the devices.
+int64_t BytesLowerBoundOf(const Mesh& mesh, const DistType& from, const DistType& to,
+                          const Metrics& metrics) {
+  return internal::PendingBytesBound(metrics.lower_bound_bytes_total,
+                                     mesh.GroupSize(ToReduce(mesh, from, to)),
+                                     internal::PendingUnit(mesh, to));
 }
 
 // `normal`: without `model` (the bytes objective), the byte-optimal valley (the paper's
@@ -2553,13 +2541,20 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
     if (!FinerPassMayPay(from, to, *plan) && LowerBoundEndsSearch(mesh, TimeModel(options))) {
       return finish(*fine, std::move(plan));
     }
-    // Splitting never lowers the bytes (a chain of gathers or scatters receives what the group
-    // collective does, a chain of all_to_alls more), so a plan above the byte bound is not
-    // split here.
-    if (refs.empty() && MeetsLowerBounds(mesh, from, to, *plan, options, /*bytes_only=*/true)) {
-      leaving = finish(*fine, *plan);
-      if (MeetsLowerBounds(mesh, from, to, **leaving, options, /*bytes_only=*/false)) {
-        return *std::move(leaving);
+    // When it meets both lower bounds, bytes (BytesLowerBound) and modeled time
+    // (TimeLowerBoundUs, rounded as metrics are), no plan on whole axes or sub-axes (both
+    // bounds are the same on a refinement) is better under either objective. Splitting never
+    // lowers the bytes (a chain of gathers or scatters receives what the group collective
+    // does, a chain of all_to_alls more), so a plan above the byte bound is not split here.
+    if (refs.empty()) {
+      const int64_t bytes_bound = BytesLowerBoundOf(mesh, from, to, plan->metrics);
+      if (plan->metrics.bytes_received_total <= bytes_bound) {
+        leaving = finish(*fine, *plan);
+        const Metrics& split = (*leaving)->metrics;
+        if (split.bytes_received_total <= bytes_bound &&
+            split.cost_us <= RoundCostUs(TimeLowerBoundUs(mesh, options.cost_model, from, to))) {
+          return *std::move(leaving);
+        }
       }
     }
   }
