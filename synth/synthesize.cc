@@ -754,23 +754,26 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
   return c;
 }
 
-// `c` with the axes its descent slices (not those it scatters) sliced onto dimension `dim`
-// of x instead, for every dimension where that is valid, and the middle moving them to
-// where Y has them: x=3,z=4 [3072,96,192] partial{z} -> [3072{z,x},96,192] slices x onto
-// dimension 1 and scatters z onto 0, and one all_to_all puts x behind z (712 µs, optimal's
-// plan), where slicing x onto dimension 0 first left x before z and needed a permute (770).
-std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, const Candidate& c) {
+// `c` with the axes its descent slices (with `scatters`, those it reduce_scatters instead)
+// added to dimension `dim` of x instead, for every dimension where that is valid, and the
+// middle moving them to where Y has them: x=3,z=4 [3072,96,192] partial{z} -> [3072{z,x},96,192]
+// slices x onto dimension 1 and scatters z onto 0, and one all_to_all puts x behind z (712 µs,
+// optimal's plan), where slicing x onto dimension 0 first left x before z and needed a permute
+// (770).
+std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, const Candidate& c,
+                                       bool scatters = false) {
   if (!c.late.empty()) return {};
-  const bool slices =
-      std::any_of(c.descent.begin(), c.descent.end(), [](const Append& a) { return !a.scatter; });
-  if (!slices) return {};
+  if (std::none_of(c.descent.begin(), c.descent.end(),
+                   [&](const Append& a) { return a.scatter == scatters; })) {
+    return {};
+  }
   std::vector<Candidate> out;
   for (int dim = 0; dim < from.rank(); ++dim) {
     Candidate moved = c;
     DistType x = from;
     bool changed = false;
     for (Append& a : moved.descent) {
-      if (!a.scatter && a.dim != dim) {
+      if (a.scatter == scatters && a.dim != dim) {
         a.dim = dim;
         changed = true;
       }
@@ -1033,17 +1036,18 @@ bool HasMiddle(const DistType& from, const Candidate& c) {
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set.
+bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
+    return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
+  });
+}
+
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
   std::vector<Candidate> candidates;
-  auto same = [](const std::vector<Append>& a, const std::vector<Append>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
-      return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
-    });
-  };
   // Adds (descent, y) unless a candidate has both already.
   auto add = [&](const std::vector<Append>& descent, const DistType& y) {
     if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-          return same(c.descent, descent) && c.y == y;
+          return SameDescent(c.descent, descent) && c.y == y;
         })) {
       return;
     }
@@ -1183,14 +1187,17 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   int64_t best_bytes = 0;
   double best_us = 0;
   // `bytes` and `us` (unrounded) are TotalBytes and CostUs of `steps`.
+  // Keeps `steps` when better than `best`; whether it did.
   auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
     us = model == nullptr ? 0.0 : RoundCostUs(us);
-    if (!best || std::make_tuple(us, bytes, steps.size()) <
-                     std::make_tuple(best_us, best_bytes, best->size())) {
-      best = std::move(steps);
-      best_bytes = bytes;
-      best_us = us;
+    if (best && std::make_tuple(us, bytes, steps.size()) >=
+                    std::make_tuple(best_us, best_bytes, best->size())) {
+      return false;
     }
+    best = std::move(steps);
+    best_bytes = bytes;
+    best_us = us;
+    return true;
   };
   // Plans found otherwise (the Shardy-style pass, an incumbent) compete, priced as chains, and
   // bound the middle searches.
@@ -1211,18 +1218,49 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
       model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
-  for (Candidate& candidate : candidates) {
-    if (best && left.states <= 0) break;
-    if (left.work <= 0) break;
-    if (best && model == nullptr && best_bytes <= lower_bound) break;
-    if (best && model != nullptr && best_us <= time_bound && best_bytes <= lower_bound) break;
+  const Candidate* winner = nullptr;  // The candidate whose valley is `best`.
+  // Whether no plan can beat `best`: it meets the lower bounds of the objective.
+  auto unbeatable = [&] {
+    return best && best_bytes <= lower_bound && (model == nullptr || best_us <= time_bound);
+  };
+  // Prices candidate `c` and keeps its valley when it is better.
+  auto try_candidate = [&](Candidate& c) {
     int64_t bytes = 0;
     double us = 0;
     absl::StatusOr<std::vector<Step>> steps =
-        Valley(mesh, from, to, candidate, best ? best_bytes : std::numeric_limits<int64_t>::max(),
-               left, classes, model, best ? best_us : std::numeric_limits<double>::infinity(),
-               bytes, us);
-    if (steps.ok()) consider(*std::move(steps), bytes, us);
+        Valley(mesh, from, to, c, best ? best_bytes : std::numeric_limits<int64_t>::max(), left,
+               classes, model, best ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
+    if (steps.ok() && consider(*std::move(steps), bytes, us)) winner = &c;
+  };
+  for (Candidate& candidate : candidates) {
+    if (best && left.states <= 0) break;
+    if (left.work <= 0 || unbeatable()) break;
+    try_candidate(candidate);
+  }
+  // The winner again with its reductions scattered onto another dimension, where its plan
+  // moves data at least twice (all_to_alls, permutes): a sum scattered where the target keeps
+  // its axis can leave the middle more to move than one scattered where the middle needs it.
+  // E.g. x=2,y=2,z=3,w=4: [24{w},48{z}] partial{x} -> [24{x,z},48{w,y}] scatters x onto
+  // dimension 1 (25.0 µs, optimal's plan) where the winner scattered it onto dimension 0 and
+  // its middle began with an all_to_all of x to dimension 1 (30.0 µs); on a 4096-device mesh
+  // d=8,f=16,t=8,p=4, bf16[32,4096{t},16384{f}] partial{d} -> bf16[32{d},4096{f},16384{t}]
+  // takes 176.1 µs (optimal's) instead of 206.8. Only the winner's variants, and only after
+  // two moves: tried for every candidate they cost over twice the instructions for one more
+  // better plan (docs/synthesis.md, "Reductions scattered elsewhere").
+  auto moves = [](const Step& step) {
+    return step.op.kind == CollectiveKind::kAllToAll ||
+           step.op.kind == CollectiveKind::kCollectivePermute;
+  };
+  if (winner != nullptr && std::count_if(best->begin(), best->end(), moves) >= 2) {
+    std::vector<Candidate> moved = SlicesElsewhere(mesh, from, *winner, /*scatters=*/true);
+    for (Candidate& candidate : moved) {
+      if (left.work <= 0 || unbeatable()) break;
+      const bool tried = std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+        return c.first.empty() && c.late.empty() && c.y == candidate.y &&
+               SameDescent(c.descent, candidate.descent);
+      });
+      if (!tried) try_candidate(candidate);
+    }
   }
   if (best) return *std::move(best);
 
