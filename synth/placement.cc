@@ -1108,7 +1108,17 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
       sources.erase(sources.begin() + best);
     }
   }
-  std::sort(pairs.begin(), pairs.end());
+  // In source order: each device sends its block at most once, so placing the pairs by
+  // source sorts them in one pass (a sort was a tenth of a `normal` call on 2^15 devices).
+  std::vector<int64_t> target_of(static_cast<size_t>(mesh.num_devices()), -1);
+  for (const auto& [s, t] : pairs) {
+    RESHARD_CHECK(target_of[s] < 0) << "device " << s << " sends twice";
+    target_of[s] = t;
+  }
+  pairs.clear();
+  for (int64_t s = 0; s < mesh.num_devices(); ++s) {
+    if (target_of[s] >= 0) pairs.emplace_back(s, target_of[s]);
+  }
   return Collective::Permute(std::move(pairs));
 }
 

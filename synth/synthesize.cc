@@ -2499,7 +2499,8 @@ Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
       RoundCostUs(CostUs(atoms, from, steps, options.cost_model)) > rival->cost_us) {
     return plan;
   }
-  Metrics metrics = ComputeMetrics(atoms, from, steps, options.cost_model);
+  Metrics metrics =
+      ComputeMetrics(atoms, from, steps, options.cost_model, plan.metrics.lower_bound_bytes_total);
   if (!Better(metrics, plan.metrics, options.objective)) return plan;
   // `plan` becomes the split plan on the atoms, then coarsened.
   plan.mesh = atoms;
@@ -2962,7 +2963,9 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
     return on_mesh();
   }
   lifted.cost_model = options.cost_model;
-  lifted.metrics = ComputeMetrics(mesh, from, lifted.steps, lifted.cost_model);
+  // Size-1 axes split nothing: the bytes to receive are the stripped plan's.
+  lifted.metrics = ComputeMetrics(mesh, from, lifted.steps, lifted.cost_model,
+                                  plan->metrics.lower_bound_bytes_total);
   return lifted;
 }
 

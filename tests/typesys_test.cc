@@ -249,6 +249,25 @@ Plan SwapPlan(const Mesh& mesh) {
   return plan;
 }
 
+TEST(PlanTest, MetricsWithAKnownLowerBound) {
+  // A permute between the two holders of one block, then group collectives (which every
+  // device receives alike): per-device and total bytes add up across both kinds, and the
+  // overload that takes the lower bound computes everything else the same.
+  Mesh mesh = M("x=2,y=3");
+  const DistType from = T(mesh, "f32[12{y},6]");  // 96 B per device.
+  const std::vector<Step> steps = {
+      Step{Collective::Permute({{0, 3}, {3, 0}}), from},
+      Step{Collective::AllToAll({"y"}, 0, 1), T(mesh, "f32[12,6{y}]")},
+      Step{Collective::AllGather({"y"}, 1), T(mesh, "f32[12,6]")},
+  };
+  ASSERT_TRUE(CheckSteps(mesh, from, steps).ok()) << CheckSteps(mesh, from, steps);
+  const Metrics full = ComputeMetrics(mesh, from, steps, CostModel());
+  EXPECT_EQ(full.bytes_received_max, 96 + 64 + 192);
+  EXPECT_EQ(full.bytes_received_total, 2 * 96 + 6 * (64 + 192));
+  EXPECT_EQ(full.lower_bound_bytes_total, LowerBoundBytesTotal(mesh, from, steps.back().type));
+  EXPECT_EQ(ComputeMetrics(mesh, from, steps, CostModel(), full.lower_bound_bytes_total), full);
+}
+
 TEST(PlanTest, CheckAndMetrics) {
   Mesh mesh = M("x=2,y=2");
   Plan plan = SwapPlan(mesh);
@@ -309,6 +328,10 @@ TEST(CostModelTest, RingFormulasPerAxis) {
   // Defaults: 5 us, 100 GB/s on every axis.
   EXPECT_DOUBLE_EQ(CostModel().StepCostUs(mesh, t, Collective::AllGather({"x"}, 0)),
                    5 + us(b, 100));
+  // Every link costs the same then: one message, or nothing when no pair moves.
+  EXPECT_DOUBLE_EQ(CostModel().StepCostUs(mesh, t, Collective::Permute({{0, 4}, {1, 0}})),
+                   5 + us(b, 100));
+  EXPECT_DOUBLE_EQ(CostModel().StepCostUs(mesh, t, Collective::Permute({{3, 3}})), 0);
 }
 
 // An axis of size 1 exchanges nothing: a slow link on it does not slow the group.

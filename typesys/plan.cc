@@ -59,10 +59,19 @@ absl::Status CheckPlan(const Plan& plan) {
 
 Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
                        const CostModel& cost_model) {
+  Metrics metrics = ComputeMetrics(mesh, source, steps, cost_model, 0);
+  metrics.lower_bound_bytes_total =
+      LowerBoundBytesTotal(mesh, source, steps.empty() ? source : steps.back().type);
+  return metrics;
+}
+
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
+                       const CostModel& cost_model, int64_t lower_bound_bytes_total) {
   const int64_t n = mesh.num_devices();
   Metrics metrics;
   metrics.peak_local_bytes = LocalBytes(mesh, source);
   std::vector<__int128> received(n, 0);
+  __int128 everyone = 0;  // Received by every device (group collectives), besides `received`.
   const DistType* current = &source;
   double cost_us = 0;
   for (const Step& step : steps) {
@@ -87,20 +96,19 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
       }
     } else {
       // Every device of a group collective receives the same amount.
-      int64_t bytes = BytesReceived(mesh, *current, step.op, 0);
-      for (int64_t d = 0; d < n; ++d) received[d] += bytes;
+      everyone += BytesReceived(mesh, *current, step.op, 0);
     }
     metrics.peak_local_bytes = std::max(metrics.peak_local_bytes, LocalBytes(mesh, step.type));
     current = &step.type;
   }
-  __int128 total = 0, max = 0;
+  __int128 total = everyone * n, max = 0;
   for (__int128 r : received) {
     total += r;
     max = std::max(max, r);
   }
-  metrics.bytes_received_max = Saturate(max);
+  metrics.bytes_received_max = Saturate(max + everyone);
   metrics.bytes_received_total = Saturate(total);
-  metrics.lower_bound_bytes_total = LowerBoundBytesTotal(mesh, source, *current);
+  metrics.lower_bound_bytes_total = lower_bound_bytes_total;
   metrics.cost_us = RoundCostUs(cost_us);
   return metrics;
 }

@@ -90,6 +90,11 @@ absl::Status CheckPlan(const Plan& plan);
 // Metrics of type-checked steps (call CheckSteps first); cost_us under `cost_model`.
 Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
                        const CostModel& cost_model = CostModel());
+// The same with lower_bound_bytes_total as given: it depends on the endpoints only, and
+// LowerBoundBytesTotal is a pass over the devices, so a caller pricing several plans between
+// the same two types (or the same plan on a refinement of the mesh) computes it once.
+Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vector<Step>& steps,
+                       const CostModel& cost_model, int64_t lower_bound_bytes_total);
 
 // Sum over devices of the target bytes the device does not already hold in `source`:
 // elements of its target block outside its source block. When a partial axis of size > 1 of
