@@ -956,9 +956,10 @@ double MiddleGrowthBound::operator()(int64_t pieces) {
     }
     double best = f(m);  // One step of growth m.
     bool ready = true;
-    for (int64_t k = 2; k < m; ++k) {
-      const int64_t rest = (m + k - 1) / k;
-      if (rest <= 1) continue;
+    // f grows with k, so of the k that leave the same rest ceil(m / k) only the smallest
+    // counts: visit that one and jump to the smallest k leaving less (O(sqrt m) per m).
+    for (int64_t k = 2, rest = 0; k < m; k = (m + rest - 2) / (rest - 1)) {
+      rest = (m + k - 1) / k;  // >= 2, as k < m.
       if (memo_[rest] < 0) {
         stack.push_back(rest);
         ready = false;

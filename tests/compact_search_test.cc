@@ -791,6 +791,21 @@ TEST(MiddleGrowthBound, SmallestCostOfGrowingReach) {
   EXPECT_EQ(g(int64_t{1} << 40), g(internal::MiddleGrowthBound::kMaxPieces));
 }
 
+// g(m) is the recursion's minimum over every k, though it visits only the smallest k of each
+// rest ceil(m / k): checked against the plain recursion, latency- and bandwidth-dominated.
+TEST(MiddleGrowthBound, EqualsThePlainRecursion) {
+  for (const auto& [alpha, b] : {std::pair{5.0, 10.0}, {0.0, 1000.0}, {100.0, 0.0}, {1.0, 3.0}}) {
+    internal::MiddleGrowthBound g(alpha, 1e-3, b * 1e3);
+    auto f = [&](double k) { return (k - 1) * alpha + (k - 1) / k * b; };
+    std::vector<double> plain(2001, 0.0);
+    for (int64_t m = 2; m <= 2000; ++m) {
+      plain[m] = f(m);
+      for (int64_t k = 2; k < m; ++k) plain[m] = std::min(plain[m], f(k) + plain[(m + k - 1) / k]);
+      EXPECT_NEAR(g(m), plain[m], 1e-9 * (1 + plain[m])) << "m=" << m << " alpha=" << alpha;
+    }
+  }
+}
+
 TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
   std::mt19937 rng(11);
   const char* cases[][3] = {
