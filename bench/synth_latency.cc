@@ -6,6 +6,7 @@
 // BM_PermutePricing/<n>: see below.
 // BM_Common/<n>: see below.
 // BM_SearchUnit/<search>/<n>: see below.
+// BM_Production/<n>: see below.
 // BM_Percentiles/<strategy>/<axes>: every case whose mesh has `axes` axes (0 = all cases),
 // each call timed individually; counters p50_us, p99_us and max_us over all calls, and
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls;
@@ -205,6 +206,39 @@ void BM_Common(benchmark::State& state) {
   }
 }
 
+// BM_Production/<n>: `normal` on production-shaped reshards of large meshes (a 4-axis
+// data/fsdp/tensor/pipe mesh of 4 096 devices, 1 024 and 32 768 devices on 3 axes), where the
+// passes over devices and permute pairs weigh more than the searches: mean latency, and the
+// plan's modeled cost as a counter (to tell a faster build from a different plan).
+const struct {
+  const char* mesh;
+  const char* from;
+  const char* to;
+} kProduction[] = {
+    {"data=8,fsdp=16,tensor=8,pipe=4", "bf16[16384{fsdp},8192{tensor}]",
+     "bf16[16384{tensor},8192{fsdp}]"},
+    {"data=8,fsdp=16,tensor=8,pipe=4", "bf16[32,4096{tensor},16384{fsdp}] partial{data}",
+     "bf16[32{data},4096{fsdp},16384{tensor}]"},
+    {"data=8,fsdp=16,tensor=8,pipe=4", "f32[8192{fsdp,tensor},8192]",
+     "f32[8192{tensor},8192{fsdp}]"},
+    {"x=16,y=16,z=4", "bf16[8192{x,y},8192]", "bf16[8192{y},8192{x,z}]"},
+    {"x=32,y=32,z=32", "f32[32768{x,y},32768{z}]", "f32[32768{z},32768{x,y}]"},
+};
+
+void BM_Production(benchmark::State& state) {
+  const auto& c = kProduction[state.range(0)];
+  const Mesh mesh = *ParseMesh(c.mesh);
+  const DistType from = *ParseValidType(mesh, c.from);
+  const DistType to = *ParseValidType(mesh, c.to);
+  double cost_us = 0;
+  for (auto _ : state) {
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions());
+    if (plan.ok()) cost_us = plan->metrics.cost_us;
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["cost_us"] = cost_us;
+}
+
 // BM_SearchUnit/<search>/<n>: one `optimal`-style search (time mode, byte bound) on a mesh of
 // 14 axes of size 2, cut by a work budget of 2^24 units, on compact types (search 0, SearchPlan)
 // or on DistTypes (1, internal::SearchPlanOnDistTypes, which SearchPlan runs where types do
@@ -254,6 +288,11 @@ void Register() {
   }
   for (int n = 0; n < static_cast<int>(std::size(kCommon)); ++n) {
     benchmark::RegisterBenchmark("BM_Common", BM_Common)->Arg(n)->Unit(benchmark::kMicrosecond);
+  }
+  for (int n = 0; n < static_cast<int>(std::size(kProduction)); ++n) {
+    benchmark::RegisterBenchmark("BM_Production", BM_Production)
+        ->Arg(n)
+        ->Unit(benchmark::kMillisecond);
   }
   for (int axes : {0, 3}) {
     benchmark::RegisterBenchmark("BM_PlanCacheHit", BM_PlanCacheHit)

@@ -1074,31 +1074,32 @@ int64_t Compact::CountPermuteClass(const CType& s, const int64_t* local) const {
   }
   int64_t factorial[kMaxAxes + 1] = {1};
   for (int k = 1; k <= kMaxAxes; ++k) factorial[k] = factorial[k - 1] * k;
-  std::vector<std::pair<uint32_t, int64_t>> ways = {{0u, 1}}, next;
+  std::vector<std::pair<uint32_t, int64_t>> ways = {{0u, 1}};
   std::vector<uint32_t> sets;
+  // Ways per used set after the next dimension (0: none), and the sets that have some.
+  std::vector<int64_t> next(masks, 0);
+  std::vector<uint32_t> reached;
   for (int d = 0; d < rank_; ++d) {
     const int64_t quotient = dim_size_[d] / local[d];
     sets.clear();
     for (uint32_t m = 0; m < masks; ++m) {
       if (product[m] == quotient) sets.push_back(m);
     }
-    next.clear();
+    reached.clear();
     for (const auto& [used, count] : ways) {
       for (uint32_t set : sets) {
         if (set & used) continue;
         const __int128 more = __int128{count} * factorial[std::popcount(set)];
-        next.emplace_back(used | set, static_cast<int64_t>(std::min<__int128>(more, cap)));
+        int64_t& slot = next[used | set];
+        if (slot == 0) reached.push_back(used | set);
+        slot = std::min(cap, slot + static_cast<int64_t>(std::min<__int128>(more, cap)));
       }
     }
-    // Merge equal used sets.
-    std::sort(next.begin(), next.end());
+    // (Capped sums of positive counts: the order of `ways` does not matter.)
     ways.clear();
-    for (const auto& [used, count] : next) {
-      if (!ways.empty() && ways.back().first == used) {
-        ways.back().second = std::min(cap, ways.back().second + count);
-      } else {
-        ways.emplace_back(used, count);
-      }
+    for (uint32_t used : reached) {
+      ways.emplace_back(used, next[used]);
+      next[used] = 0;
     }
   }
   int64_t total = 0;
