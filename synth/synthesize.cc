@@ -1034,14 +1034,15 @@ bool HasMiddle(const DistType& from, const Candidate& c) {
   return dims != c.y.dims;
 }
 
-// Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set.
+// Whether two descents append the same axes to the same dimensions in the same order.
 bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
     return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
   });
 }
 
+// Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
+// skip set.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
   std::vector<Candidate> candidates;
   // Adds (descent, y) unless a candidate has both already.

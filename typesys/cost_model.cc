@@ -175,11 +175,12 @@ double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collect
       const std::vector<AxisCost> axis_cost = AxisCosts(mesh);
       // Where every axis costs the same, so does every link: no pair needs its coordinates
       // (on 2^15 devices the pass below was a seventh of a `normal` call).
-      if (std::all_of(axis_cost.begin(), axis_cost.end(),
+      if (!axis_cost.empty() &&
+          std::all_of(axis_cost.begin(), axis_cost.end(),
                       [&](const AxisCost& c) { return c == axis_cost.front(); })) {
-        any = std::any_of(op.source_target_pairs.begin(), op.source_target_pairs.end(),
-                          [](const std::pair<int64_t, int64_t>& p) { return p.first != p.second; });
-        return any ? axis_cost.front().alpha_us + axis_cost.front().TransferUs(bytes) : 0;
+        const bool moves = std::any_of(op.source_target_pairs.begin(), op.source_target_pairs.end(),
+                                       [](const auto& pair) { return pair.first != pair.second; });
+        return moves ? axis_cost.front().alpha_us + axis_cost.front().TransferUs(bytes) : 0;
       }
       for (const auto& [s, t] : op.source_target_pairs) {
         if (s == t) continue;
