@@ -1690,12 +1690,15 @@ int64_t BytesLowerBoundOf(const Mesh& mesh, const DistType& from, const DistType
 // `incumbent`: a plan within the memory bound to beat (e.g. the whole-axis plan when `mesh` is
 // a refinement); it competes like the candidates and bounds their middle searches from the
 // start, so the result is never worse than it under the objective.
+// `lower_bound_bytes`: when not null, set to LowerBoundBytesTotal(mesh, from, to) where the
+// call computed it (a pass over the devices the plan's metrics need not repeat).
 absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
-                                              const DistType& to,
-                                              const CostModel* model = nullptr,
-                                              const std::vector<Step>* incumbent = nullptr) {
+                                              const DistType& to, const CostModel* model = nullptr,
+                                              const std::vector<Step>* incumbent = nullptr,
+                                              std::optional<int64_t>* lower_bound_bytes = nullptr) {
   if (from == to) return std::vector<Step>{};
   const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
+  if (lower_bound_bytes != nullptr) *lower_bound_bytes = bounds.bytes_total;
   const bool bytes_decide = LowerBoundEndsSearch(mesh, model);
   std::vector<std::vector<Step>> known;
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
@@ -2381,10 +2384,11 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
+  std::optional<int64_t> lower_bound_bytes;  // LowerBoundBytesTotal, when `normal` computed it.
   switch (options.strategy) {
     case Strategy::kNormal: {
       absl::StatusOr<std::vector<Step>> normal =
-          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
+          NormalSteps(mesh, from, to, TimeModel(options), incumbent, &lower_bound_bytes);
       if (!normal.ok()) return normal.status();
       // Not on a refinement's pass (with `incumbent`), which only has to beat this plan.
       if (incumbent == nullptr && NormalSearches(mesh, options)) {
@@ -2444,7 +2448,9 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = std::move(steps);
   plan.cost_model = options.cost_model;
-  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model);  // Includes the bound.
+  plan.metrics = lower_bound_bytes
+                     ? ComputeMetrics(mesh, from, plan.steps, plan.cost_model, *lower_bound_bytes)
+                     : ComputeMetrics(mesh, from, plan.steps, plan.cost_model);
   DebugCheck(plan, "synthesized an ill-typed plan");
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
