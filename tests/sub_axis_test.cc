@@ -124,6 +124,28 @@ TEST(RefinementTest, SplitsAtBreakpointsAndKeepsNumbering) {
   }
 }
 
+// Without references (and, for the prime-factor refinement, on prime axes) Create takes a
+// shortcut: it must build what a whole-axis reference, which takes the general path, builds.
+TEST(RefinementTest, NothingToSplitIsTheMeshItself) {
+  for (const char* text : {"x=2,y=8", "x=2,u=1,z=3", "a=5,b=7"}) {
+    const Mesh mesh = M(text);
+    const absl::StatusOr<AxisRefinement> general =
+        AxisRefinement::Create(mesh, {mesh.axes()[0].name});
+    ASSERT_TRUE(general.ok()) << general.status();
+    for (bool prime : {false, true}) {
+      if (prime && !HasPrimeAxes(mesh)) continue;
+      const absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {}, prime);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->refined(), mesh) << text;
+      EXPECT_EQ(r->refined(), general->refined()) << text;
+      EXPECT_TRUE(r->trivial()) << text;
+      for (const MeshAxis& axis : mesh.axes()) {
+        EXPECT_EQ(r->Atoms(axis.name), general->Atoms(axis.name)) << text;
+      }
+    }
+  }
+}
+
 TEST(SubAxisPlanTest, LowerBoundIgnoresSpelling) {
   Mesh mesh = M("z=8");
   DistType source = *ParseType("f32[16] partial{z:(2)4}");

@@ -158,6 +158,13 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
                                                       bool prime_factors) {
   AxisRefinement r;
   r.mesh_ = mesh;
+  if (refs.empty() && (!prime_factors || HasPrimeAxes(mesh))) {
+    // Nothing to split: the mesh itself, each axis one atom (what the general path builds,
+    // without its per-axis sorting and a second mesh).
+    r.refined_ = mesh;
+    for (const MeshAxis& axis : mesh.axes()) r.breakpoints_.push_back({1, axis.size});
+    return r;
+  }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
   for (const std::string& ref : refs) {
