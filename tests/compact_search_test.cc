@@ -794,7 +794,10 @@ TEST(MiddleGrowthBound, SmallestCostOfGrowingReach) {
 // g(m) is the recursion's minimum over every k, though it visits only the smallest k of each
 // rest ceil(m / k): checked against the plain recursion, latency- and bandwidth-dominated.
 TEST(MiddleGrowthBound, EqualsThePlainRecursion) {
-  for (const auto& [alpha, b] : {std::pair{5.0, 10.0}, {0.0, 1000.0}, {100.0, 0.0}, {1.0, 3.0}}) {
+  for (const std::pair<double, double>& costs :
+       {std::pair{5.0, 10.0}, {0.0, 1000.0}, {100.0, 0.0}, {1.0, 3.0}}) {
+    // (Not a structured binding: clang 14 cannot capture one in the lambda below.)
+    const double alpha = costs.first, b = costs.second;
     internal::MiddleGrowthBound g(alpha, 1e-3, b * 1e3);
     auto f = [&](double k) { return (k - 1) * alpha + (k - 1) / k * b; };
     std::vector<double> plain(2001, 0.0);
