@@ -1224,19 +1224,19 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   auto unbeatable = [&] {
     return best && best_bytes <= lower_bound && (model == nullptr || best_us <= time_bound);
   };
-  // Prices candidate `c` and keeps its valley when it is better.
+  // Prices candidate `c` and keeps its valley when it is better; whether it did.
   auto try_candidate = [&](Candidate& c) {
     int64_t bytes = 0;
     double us = 0;
     absl::StatusOr<std::vector<Step>> steps =
         Valley(mesh, from, to, c, best ? best_bytes : std::numeric_limits<int64_t>::max(), left,
                classes, model, best ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
-    if (steps.ok() && consider(*std::move(steps), bytes, us)) winner = &c;
+    return steps.ok() && consider(*std::move(steps), bytes, us);
   };
   for (Candidate& candidate : candidates) {
     if (best && left.states <= 0) break;
     if (left.work <= 0 || unbeatable()) break;
-    try_candidate(candidate);
+    if (try_candidate(candidate)) winner = &candidate;
   }
   // The winner again with its reductions scattered onto another dimension, where its plan
   // moves data at least twice (all_to_alls, permutes): a sum scattered where the target keeps
@@ -2384,7 +2384,7 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
-  std::optional<int64_t> lower_bound_bytes;  // LowerBoundBytesTotal, when `normal` computed it.
+  std::optional<int64_t> lower_bound_bytes;  // LowerBoundBytesTotal, once computed.
   switch (options.strategy) {
     case Strategy::kNormal: {
       absl::StatusOr<std::vector<Step>> normal =
@@ -2448,9 +2448,8 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = std::move(steps);
   plan.cost_model = options.cost_model;
-  plan.metrics = lower_bound_bytes
-                     ? ComputeMetrics(mesh, from, plan.steps, plan.cost_model, *lower_bound_bytes)
-                     : ComputeMetrics(mesh, from, plan.steps, plan.cost_model);
+  if (!lower_bound_bytes) lower_bound_bytes = LowerBoundBytesTotal(mesh, from, to);
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model, *lower_bound_bytes);
   DebugCheck(plan, "synthesized an ill-typed plan");
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
