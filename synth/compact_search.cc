@@ -227,6 +227,7 @@ class Compact {
           slowest_of_[m] = rest ? Slower(*rest, axis) : axis;
         }
       }
+      links_.emplace(absl::MakeConstSpan(size_, num_axes_), axis_cost_);
       slowest_ = SlowestOf(moving).value_or(AxisCost{});
       if (!uniform_ && options_.slice_bound) SetUpSlices();
       for (int a = 0; a < num_axes_; ++a) {
@@ -453,7 +454,7 @@ class Compact {
   // so it is that of the union of those axes over the pairs. The pairs are MinimalPermute's:
   // the devices whose placement key changes, grouped by the key they hold and the key they
   // need (each in id order); within a group of 2..kGreedyPairingLimit holders each needer, in
-  // id order, takes the remaining holder behind the cheapest link (CheapestSource), otherwise
+  // id order, takes the remaining holder behind the cheapest link (LinkOrder), otherwise
   // holders and needers pair in id order. Placement keys here are KeyWeights' (the same
   // grouping as KeyRoles'). Which axes two devices differ in is read off their packed
   // coordinates (DeviceCodes): the fields of the OR of the codes' XORs that are not zero.
@@ -549,7 +550,7 @@ class Compact {
     x.changed.clear();
     x.have.clear();
     x.need.clear();
-    x.coords.clear();
+    links_->Clear();
     int64_t coord[kMaxAxes] = {};
     int64_t key_in = 0, key_out = 0, max_in = 0, max_out = 0;
     for (int a = 0; a < num_axes_; ++a) {
@@ -563,7 +564,7 @@ class Compact {
         x.changed.push_back(d);
         x.have.push_back(key_in);
         x.need.push_back(key_out);
-        x.coords.insert(x.coords.end(), coord, coord + num_axes_);
+        links_->Add(coord);
       }
       for (int a = num_axes_ - 1; a >= 0; --a) {
         if (++coord[a] < size_[a]) {
@@ -613,9 +614,7 @@ class Compact {
       x.sources.assign(x.holders.begin() + static_cast<std::ptrdiff_t>(h0),
                        x.holders.begin() + static_cast<std::ptrdiff_t>(h1));
       for (size_t j = n0; j < n1; ++j) {
-        const int64_t* target = &x.coords[x.needers[j] * num_axes_];
-        const size_t best = CheapestSource(x.sources, x.coords.data(), target, num_axes_,
-                                           axis_cost_, options_.cost_model->default_cost());
+        const size_t best = links_->CheapestSource(x.sources, x.needers[j]);
         acc |= code(x.sources[best]) ^ code(x.needers[j]);
         x.sources.erase(x.sources.begin() + static_cast<std::ptrdiff_t>(best));
       }
@@ -969,6 +968,8 @@ class Compact {
   AxisCost fastest_;
   bool uniform_ = true;
   AxisCost axis_cost_[kMaxAxes];
+  // From axis_cost_, for PermuteUs's greedy; holds the changed devices (scratch).
+  mutable std::optional<LinkOrder> links_;
   // Non-uniform models: the Slower of every axis of size above 1, and the axes of size above 1
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
   AxisCost slowest_;
@@ -981,8 +982,7 @@ class Compact {
   struct PermuteScratch {
     std::vector<uint64_t> codes;  // DeviceCodes.
     uint64_t field[kMaxAxes] = {};
-    std::vector<int64_t> changed, have, need, coords, hold_start, need_start, holders, needers,
-        sources;
+    std::vector<int64_t> changed, have, need, hold_start, need_start, holders, needers, sources;
   };
   mutable PermuteScratch scratch_;
   // As Searcher's: permute edges relaxed per class only from its members of least time.

@@ -882,24 +882,109 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
   return LowerBoundsTo(mesh, to)(from);
 }
 
-size_t CheapestSource(absl::Span<const int64_t> sources, const int64_t* coords,
-                      const int64_t* target, int k, const AxisCost* axis_cost,
-                      AxisCost fallback) {
-  auto rank = [&](int64_t source) {
-    const int64_t* c = &coords[source * k];
-    AxisCost link = fallback;  // CostModel::Between's value for a == b.
-    int differing = 0;
-    for (int a = 0; a < k; ++a) {
-      if (c[a] == target[a]) continue;
-      link = differing == 0 ? axis_cost[a] : Slower(link, axis_cost[a]);
-      ++differing;
+LinkOrder::LinkOrder(absl::Span<const int64_t> axis_sizes, const AxisCost* axis_cost)
+    : k_(static_cast<int>(axis_sizes.size())), alpha_place_(k_), gbps_place_(k_) {
+  std::vector<double> alphas(k_), slowness(k_);
+  for (int a = 0; a < k_; ++a) {
+    alphas[a] = axis_cost[a].alpha_us;
+    slowness[a] = -axis_cost[a].gbps;
+  }
+  auto places = [](const std::vector<double>& values, std::vector<uint32_t>& place) {
+    std::vector<double> distinct = values;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (size_t a = 0; a < values.size(); ++a) {
+      place[a] = static_cast<uint32_t>(
+          std::lower_bound(distinct.begin(), distinct.end(), values[a]) - distinct.begin());
     }
-    return std::make_tuple(link.alpha_us, -link.gbps, differing);
+    return distinct.size();
   };
+  const size_t alpha_values = places(alphas, alpha_place_);
+  const bool uniform = places(slowness, gbps_place_) == 1 && alpha_values == 1;
+  floor_ = std::numeric_limits<uint64_t>::max();
+  for (int a = 0; a < k_; ++a) {
+    floor_ =
+        std::min(floor_, (uint64_t{alpha_place_[a]} << 40) | (uint64_t{gbps_place_[a]} << 20) | 1);
+  }
+  int bits = 0;
+  for (int a = k_ - 1; a >= 0 && uniform; --a) {
+    const int width = std::bit_width(static_cast<uint64_t>(axis_sizes[a] - 1));
+    if (bits + width + 1 > 64) break;
+    shift_.insert(shift_.begin(), bits);
+    low_ |= ((uint64_t{1} << width) - 1) << bits;
+    guards_ |= uint64_t{1} << (bits + width);
+    bits += width + 1;
+  }
+  packed_ = uniform && static_cast<int>(shift_.size()) == k_;
+}
+
+void LinkOrder::Clear() { rows_.clear(); }
+
+void LinkOrder::Add(const int64_t* coord) {
+  if (!packed_) {
+    rows_.insert(rows_.end(), coord, coord + k_);
+    return;
+  }
+  uint64_t code = 0;
+  for (int a = 0; a < k_; ++a) code |= static_cast<uint64_t>(coord[a]) << shift_[a];
+  rows_.push_back(static_cast<int64_t>(code));
+}
+
+uint64_t LinkOrder::Rank(int64_t i, int64_t j) const {
+  if (packed_) {
+    const uint64_t x = static_cast<uint64_t>(rows_[i] ^ rows_[j]);  // Guards stay zero.
+    // Counted bit by bit: few axes differ, and without -mpopcnt std::popcount is a call.
+    uint64_t count = 0;
+    for (uint64_t d = (x + low_) & guards_; d != 0; d &= d - 1) ++count;
+    return count;
+  }
+  const int64_t* c = &rows_[i * k_];
+  const int64_t* t = &rows_[j * k_];
+  // Slower takes the larger alpha and the smaller bandwidth separately, hence two maxima.
+  uint64_t alpha = 0, gbps = 0, differing = 0;
+  for (int a = 0; a < k_; ++a) {
+    if (c[a] == t[a]) continue;
+    alpha = std::max<uint64_t>(alpha, alpha_place_[a]);
+    gbps = std::max<uint64_t>(gbps, gbps_place_[a]);
+    ++differing;
+  }
+  return (alpha << 40) | (gbps << 20) | differing;
+}
+
+uint64_t LinkOrder::Floor(absl::Span<const int64_t> sources, int64_t target) const {
+  // The axes on which every source agrees and the target does not: every link crosses them.
+  const int64_t first = sources[0];
+  if (packed_) {
+    uint64_t varies = 0;
+    for (int64_t s : sources) varies |= static_cast<uint64_t>(rows_[s] ^ rows_[first]);
+    const uint64_t x = static_cast<uint64_t>(rows_[first] ^ rows_[target]);
+    uint64_t count = 0;
+    for (uint64_t d = (x + low_) & guards_ & ~((varies + low_) & guards_); d != 0; d &= d - 1) {
+      ++count;
+    }
+    return std::max(count, floor_);
+  }
+  const int64_t* c = &rows_[first * k_];
+  const int64_t* t = &rows_[target * k_];
+  uint64_t alpha = 0, gbps = 0, differing = 0;
+  for (int a = 0; a < k_; ++a) {
+    if (c[a] == t[a]) continue;
+    bool agree = true;
+    for (size_t i = 1; i < sources.size() && agree; ++i) agree = rows_[sources[i] * k_ + a] == c[a];
+    if (!agree) continue;
+    alpha = std::max<uint64_t>(alpha, alpha_place_[a]);
+    gbps = std::max<uint64_t>(gbps, gbps_place_[a]);
+    ++differing;
+  }
+  return differing == 0 ? floor_ : (alpha << 40) | (gbps << 20) | differing;
+}
+
+size_t LinkOrder::CheapestSource(absl::Span<const int64_t> sources, int64_t target) const {
+  const uint64_t floor = Floor(sources, target);
   size_t best = 0;
-  auto best_rank = rank(sources[0]);
-  for (size_t i = 1; i < sources.size(); ++i) {
-    auto r = rank(sources[i]);
+  uint64_t best_rank = Rank(sources[0], target);
+  for (size_t i = 1; i < sources.size() && best_rank != floor; ++i) {
+    const uint64_t r = Rank(sources[i], target);
     if (r < best_rank) {
       best = i;
       best_rank = r;
@@ -1063,24 +1148,24 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;
   pairs.reserve(changed.size());
-  // For the greedy below, when some key needs it: per-axis link costs, looked up by name once
-  // rather than per comparison, and the changed devices' coordinates (k per device), from an
-  // odometer rather than by dividing ids.
+  // For the greedy below, when some key needs it: the links ranked, from per-axis costs
+  // looked up by name once, and the changed devices' coordinates, from an odometer rather
+  // than by dividing ids.
   const int k = mesh.num_axes();
-  std::vector<AxisCost> axis_cost;
-  std::vector<int64_t> coords;
+  std::optional<internal::LinkOrder> links;
   bool greedy = false;
   for (int64_t key = 0; cost_model != nullptr && !greedy && key < num_keys; ++key) {
     const size_t count = static_cast<size_t>(hold_start[key + 1] - hold_start[key]);
     greedy = count > 1 && count <= internal::kGreedyPairingLimit;
   }
   if (greedy) {
-    axis_cost = cost_model->AxisCosts(mesh);
-    coords.resize(changed.size() * k);
+    std::vector<int64_t> sizes(k);
+    for (int a = 0; a < k; ++a) sizes[a] = mesh.axes()[a].size;
+    links.emplace(sizes, cost_model->AxisCosts(mesh).data());
     std::vector<int64_t> coord(k, 0);
     for (size_t c = 0, d = 0; c < changed.size(); ++d) {
       if (changed[c] == static_cast<int64_t>(d)) {
-        std::copy(coord.begin(), coord.end(), coords.begin() + c * k);
+        links->Add(coord.data());
         ++c;
       }
       for (int i = k - 1; i >= 0 && ++coord[i] == mesh.axes()[i].size; --i) coord[i] = 0;
@@ -1103,8 +1188,7 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
     // Greedy: each needer (in id order) takes the remaining holder behind the cheapest link.
     sources.assign(holders.begin() + h0, holders.begin() + h1);
     for (int64_t j = n0; j < n1; ++j) {
-      const size_t best = internal::CheapestSource(sources, coords.data(), &coords[needers[j] * k],
-                                                   k, axis_cost.data(), cost_model->default_cost());
+      const size_t best = links->CheapestSource(sources, needers[j]);
       pairs.emplace_back(changed[sources[best]], changed[needers[j]]);
       sources.erase(sources.begin() + best);
     }

@@ -87,15 +87,51 @@ int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in
 // A placement held by more devices than this is paired in id order rather than by the
 // quadratic cheapest-link greedy of MinimalPermute (bounds its work on large meshes).
 inline constexpr size_t kGreedyPairingLimit = 64;
-// One step of MinimalPermute's greedy under a cost model: the position in `sources` (rows of
-// `coords`, k coordinates per device; the remaining holders of one placement, in id order) of
-// the holder that the device with coordinates `target` takes: the one behind the cheapest
-// link (smaller alpha, then larger bandwidth, then fewer differing axes, then the first). A
-// link costs the slowest of the axes in which the two devices differ (CostModel::Between;
-// `axis_cost` per mesh axis, `fallback` the model's default). `sources` is not empty.
-size_t CheapestSource(absl::Span<const int64_t> sources, const int64_t* coords,
-                      const int64_t* target, int k, const AxisCost* axis_cost,
-                      AxisCost fallback);
+// MinimalPermute's greedy under a cost model: which holder of a placement each device that
+// needs it takes. A link costs the slowest of the axes in which its two devices differ
+// (CostModel::Between), and a cheaper link has the smaller alpha, then the larger bandwidth,
+// then fewer differing axes.
+class LinkOrder {
+ public:
+  // `axis_sizes` and `axis_cost`: per mesh axis.
+  LinkOrder(absl::Span<const int64_t> axis_sizes, const AxisCost* axis_cost);
+
+  // Forgets the devices added.
+  void Clear();
+  // Adds the next device, by its coordinates (one per axis).
+  void Add(const int64_t* coord);
+  // One step of the greedy: the position in `sources` (the remaining holders of one
+  // placement, in id order; numbered in the order of Add) of the holder that device `target`
+  // takes: the one behind the cheapest link, the first of equals. `sources` is not empty and
+  // does not hold `target`.
+  size_t CheapestSource(absl::Span<const int64_t> sources, int64_t target) const;
+
+ private:
+  // The rank of the link between devices i and j: smaller is cheaper, equal is as cheap.
+  uint64_t Rank(int64_t i, int64_t j) const;
+  // No link from `sources` to `target` ranks below this: the rank of the axes on which all
+  // sources agree and the target differs (every such link crosses them; a link crossing more
+  // axes ranks no lower), or floor_. A scan reaching it can stop: in structured permutes a
+  // device's partner, differing only where it must, comes first.
+  uint64_t Floor(absl::Span<const int64_t> sources, int64_t target) const;
+
+  int k_ = 0;
+  // Per axis, the place of its alpha among the distinct alphas (ascending) and of its
+  // bandwidth among the distinct bandwidths (descending): a link's rank is the largest of
+  // each over its differing axes, then their count, packed in one integer, so a scan compares
+  // integers rather than pairs of doubles.
+  std::vector<uint32_t> alpha_place_, gbps_place_;
+  // The smallest rank: no link crossing several axes ranks below every one-axis link.
+  uint64_t floor_ = 0;
+  // When every axis costs the same and the coordinates fit: a device is one word holding a
+  // field per axis, its top bit a zero guard, so the differing axes of two devices are the
+  // guard bits that ((x & low_) + low_) | x sets for x their XOR (no carry leaves a field),
+  // and the rank is their count. Else k_ coordinates per device.
+  bool packed_ = false;
+  uint64_t low_ = 0, guards_ = 0;
+  std::vector<int> shift_;
+  std::vector<int64_t> rows_;
+};
 
 // The byte lower bound of LowerBoundBytesTotal (same value) and the per-device maximum of the
 // lacking elements that TimeLowerBoundUs uses, in one allocation-free pass over the devices.

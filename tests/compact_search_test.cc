@@ -13,7 +13,8 @@
 // `optimal`, normal's fallback and the tests: every collective kind, byte bound, incumbents,
 // cost and memory bounds, permute pairs. SearchBounds checks that cost bounds at an optimum's
 // own cost prune nothing that reaches it. CheckSynthesizedPlan must agree with CheckPlan on
-// synthesized plans and on plans whose permute pairs were mutated.
+// synthesized plans and on plans whose permute pairs were mutated. LinkOrder must rank links as
+// CostModel::Between prices them.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -806,6 +807,56 @@ TEST(MiddleGrowthBound, EqualsThePlainRecursion) {
       for (int64_t k = 2; k < m; ++k) plain[m] = std::min(plain[m], f(k) + plain[(m + k - 1) / k]);
       EXPECT_NEAR(g(m), plain[m], 1e-9 * (1 + plain[m])) << "m=" << m << " alpha=" << alpha;
     }
+  }
+}
+
+// LinkOrder against the link order spelled out: a link costs the Slower of its differing
+// axes, ranked by alpha, then bandwidth (larger first), then the number of differing axes,
+// and the first holder wins ties. Uniform models with small axes take the packed path, and
+// the 2^13-sized axes of the last draws do not fit a word.
+TEST(LinkOrder, PicksTheCheapestLinkAndTheFirstOfEquals) {
+  std::mt19937 rng(7);
+  const AxisCost costs[] = {{1, 300}, {5, 100}, {20, 25}, {5, 300}, {1, 100}};
+  for (int draw = 0; draw < 600; ++draw) {
+    const int k = 1 + static_cast<int>(rng() % 5);
+    const bool uniform = draw % 2 == 0;
+    const bool huge = draw >= 500;
+    std::vector<int64_t> sizes(k);
+    std::vector<AxisCost> axis_cost(k);
+    for (int a = 0; a < k; ++a) {
+      sizes[a] = huge ? int64_t{1} << 13 : int64_t{1} + rng() % 6;
+      axis_cost[a] = uniform ? costs[0] : costs[rng() % 5];
+    }
+    internal::LinkOrder links(sizes, axis_cost.data());
+    const int devices = 2 + static_cast<int>(rng() % 20);
+    std::vector<std::vector<int64_t>> coords(devices, std::vector<int64_t>(k));
+    for (std::vector<int64_t>& c : coords) {
+      // Few distinct values per axis, so that equal links are common.
+      for (int a = 0; a < k; ++a)
+        c[a] = static_cast<int64_t>(rng() % std::min<int64_t>(sizes[a], 3));
+      links.Add(c.data());
+    }
+    auto rank = [&](int64_t s, int64_t t) {
+      std::optional<AxisCost> link;
+      int differing = 0;
+      for (int a = 0; a < k; ++a) {
+        if (coords[s][a] == coords[t][a]) continue;
+        link = link ? Slower(*link, axis_cost[a]) : axis_cost[a];
+        ++differing;
+      }
+      return std::make_tuple(link->alpha_us, -link->gbps, differing);
+    };
+    const int64_t target = devices - 1;
+    std::vector<int64_t> sources;
+    for (int64_t d = 0; d < target; ++d) {
+      if (coords[d] != coords[target] && rng() % 3 != 0) sources.push_back(d);
+    }
+    if (sources.empty()) continue;
+    size_t expected = 0;
+    for (size_t i = 1; i < sources.size(); ++i) {
+      if (rank(sources[i], target) < rank(sources[expected], target)) expected = i;
+    }
+    EXPECT_EQ(links.CheapestSource(sources, target), expected) << "draw " << draw;
   }
 }
 
