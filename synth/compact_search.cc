@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -227,7 +228,7 @@ class Compact {
           slowest_of_[m] = rest ? Slower(*rest, axis) : axis;
         }
       }
-      links_.emplace(absl::MakeConstSpan(size_, num_axes_), axis_cost_);
+      if (!uniform_) links_.emplace(absl::MakeConstSpan(size_, num_axes_), axis_cost_);
       slowest_ = SlowestOf(moving).value_or(AxisCost{});
       if (!uniform_ && options_.slice_bound) SetUpSlices();
       for (int a = 0; a < num_axes_; ++a) {
@@ -546,6 +547,7 @@ class Compact {
 
   // The OR of the code XORs of MinimalPermute's pairs, for any input.
   uint64_t PairedDiffs(const int64_t* w_in, const int64_t* w_out) const {
+    RESHARD_CHECK(links_.has_value()) << "permute pairing under a uniform model";
     PermuteScratch& x = scratch_;
     x.changed.clear();
     x.have.clear();
@@ -968,7 +970,8 @@ class Compact {
   AxisCost fastest_;
   bool uniform_ = true;
   AxisCost axis_cost_[kMaxAxes];
-  // From axis_cost_, for PermuteUs's greedy; holds the changed devices (scratch).
+  // From axis_cost_, for PermuteUs's greedy (non-uniform models); holds the changed devices
+  // (scratch).
   mutable std::optional<LinkOrder> links_;
   // Non-uniform models: the Slower of every axis of size above 1, and the axes of size above 1
   // whose alpha or bandwidth is that bound's (the only ones PairingIsSlowest needs).
@@ -1069,20 +1072,20 @@ int64_t Compact::CountPermuteClass(const CType& s, const int64_t* local) const {
   // count by dimension over how many axes of each size are used so far: placing n of the r
   // unused axes of a size has C(r, n) choices. (Over the sets of axes used, one state per
   // subset, a mesh of twelve size-2 atoms had 4 096 states where this has 13.)
-  std::vector<int64_t> group_size;
-  std::vector<int> group_count;
+  int64_t group_size[kMaxAxes];
+  int group_count[kMaxAxes];
+  int groups = 0;
   for (int i = 0; i < pool_count; ++i) {
-    auto at = std::find(group_size.begin(), group_size.end(), pool_size[i]);
-    if (at == group_size.end()) {
-      group_size.push_back(pool_size[i]);
-      group_count.push_back(1);
-    } else {
-      ++group_count[at - group_size.begin()];
+    const int at =
+        static_cast<int>(std::find(group_size, group_size + groups, pool_size[i]) - group_size);
+    if (at == groups) {
+      group_size[groups] = pool_size[i];
+      group_count[groups++] = 0;
     }
+    ++group_count[at];
   }
-  const int groups = static_cast<int>(group_size.size());
   // A state numbers the used counts u (0 <= u_j <= count_j) in mixed radix.
-  std::vector<int64_t> stride(groups + 1, 1);
+  int64_t stride[kMaxAxes + 1] = {1};
   for (int j = 0; j < groups; ++j) stride[j + 1] = stride[j] * (group_count[j] + 1);
   int64_t binomial[kMaxAxes + 1][kMaxAxes + 1] = {};
   for (int r = 0; r <= kMaxAxes; ++r) {
@@ -1096,9 +1099,9 @@ int64_t Compact::CountPermuteClass(const CType& s, const int64_t* local) const {
   auto times = [&](int64_t count, int64_t factor) {
     return static_cast<int64_t>(std::min<__int128>(__int128{count} * factor, cap));
   };
-  std::vector<int64_t> ways(stride[groups], 0), next(stride[groups], 0);
+  absl::InlinedVector<int64_t, 64> ways(stride[groups], 0), next(stride[groups], 0);
   ways[0] = 1;
-  std::vector<std::array<int, kMaxAxes>> choices;  // Per dimension: n per group.
+  absl::InlinedVector<std::array<int, kMaxAxes>, 8> choices;  // Per dimension: n per group.
   std::array<int, kMaxAxes> n = {};
   for (int d = 0; d < rank_; ++d) {
     const int64_t quotient = dim_size_[d] / local[d];

@@ -883,24 +883,16 @@ LowerBounds ComputeLowerBounds(const Mesh& mesh, const DistType& from, const Dis
 }
 
 LinkOrder::LinkOrder(absl::Span<const int64_t> axis_sizes, const AxisCost* axis_cost)
-    : k_(static_cast<int>(axis_sizes.size())), alpha_place_(k_), gbps_place_(k_) {
-  std::vector<double> alphas(k_), slowness(k_);
+    : k_(static_cast<int>(axis_sizes.size())), alpha_place_(k_, 0), gbps_place_(k_, 0) {
+  // A place counts the axes strictly cheaper: the same order as the values themselves.
+  bool uniform = true;
   for (int a = 0; a < k_; ++a) {
-    alphas[a] = axis_cost[a].alpha_us;
-    slowness[a] = -axis_cost[a].gbps;
-  }
-  auto places = [](const std::vector<double>& values, std::vector<uint32_t>& place) {
-    std::vector<double> distinct = values;
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    for (size_t a = 0; a < values.size(); ++a) {
-      place[a] = static_cast<uint32_t>(
-          std::lower_bound(distinct.begin(), distinct.end(), values[a]) - distinct.begin());
+    for (int b = 0; b < k_; ++b) {
+      alpha_place_[a] += axis_cost[b].alpha_us < axis_cost[a].alpha_us;
+      gbps_place_[a] += axis_cost[b].gbps > axis_cost[a].gbps;
     }
-    return distinct.size();
-  };
-  const size_t alpha_values = places(alphas, alpha_place_);
-  const bool uniform = places(slowness, gbps_place_) == 1 && alpha_values == 1;
+    uniform = uniform && alpha_place_[a] == 0 && gbps_place_[a] == 0;
+  }
   floor_ = std::numeric_limits<uint64_t>::max();
   for (int a = 0; a < k_; ++a) {
     floor_ =

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
@@ -116,11 +117,11 @@ class LinkOrder {
   uint64_t Floor(absl::Span<const int64_t> sources, int64_t target) const;
 
   int k_ = 0;
-  // Per axis, the place of its alpha among the distinct alphas (ascending) and of its
-  // bandwidth among the distinct bandwidths (descending): a link's rank is the largest of
-  // each over its differing axes, then their count, packed in one integer, so a scan compares
-  // integers rather than pairs of doubles.
-  std::vector<uint32_t> alpha_place_, gbps_place_;
+  // Per axis, the place of its alpha (the number of axes with a smaller one) and of its
+  // bandwidth (with a larger one): a link's rank is the largest of each over its differing
+  // axes, then their count, packed in one integer, so a scan compares integers rather than
+  // pairs of doubles.
+  absl::InlinedVector<uint32_t, 8> alpha_place_, gbps_place_;
   // The smallest rank: no link crossing several axes ranks below every one-axis link.
   uint64_t floor_ = 0;
   // When every axis costs the same and the coordinates fit: a device is one word holding a
@@ -129,7 +130,7 @@ class LinkOrder {
   // and the rank is their count. Else k_ coordinates per device.
   bool packed_ = false;
   uint64_t low_ = 0, guards_ = 0;
-  std::vector<int> shift_;
+  absl::InlinedVector<int, 8> shift_;
   std::vector<int64_t> rows_;
 };
 
