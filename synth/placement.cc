@@ -1108,6 +1108,22 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
   using internal::Role;
   const std::vector<Role> key_in = internal::KeyRoles(mesh, in);
   const std::vector<Role> key_out = internal::KeyRoles(mesh, out);
+  const int64_t num_keys = internal::NumKeys(mesh, in);
+  if (num_keys == mesh.num_devices()) {
+    // One holder per placement (a fully sharded type): each device sends its block to the
+    // one device that needs it, found through the inverse of the target's placement.
+    std::vector<int64_t> held(num_keys), needed_by(num_keys);
+    std::vector<int64_t> acc_in(1), acc_out(1);
+    internal::WalkDevices(mesh, key_in, acc_in, key_out, acc_out, [&](int64_t d) {
+      held[d] = acc_in[0];
+      needed_by[acc_out[0]] = d;
+    });
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (int64_t d = 0; d < num_keys; ++d) {
+      if (const int64_t t = needed_by[held[d]]; t != d) pairs.emplace_back(d, t);
+    }
+    return Collective::Permute(std::move(pairs));
+  }
   // Devices that must change, in id order, with what they hold and what they need.
   std::vector<int64_t> changed, have, need;
   std::vector<int64_t> acc_in(1), acc_out(1);
@@ -1119,7 +1135,6 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
   });
   // Counting sort by key (stable, so each key's holders and needers stay in id order); both
   // lists hold indices into `changed`.
-  const int64_t num_keys = internal::NumKeys(mesh, in);
   std::vector<int64_t> hold_start(num_keys + 1, 0), need_start(num_keys + 1, 0);
   for (size_t i = 0; i < changed.size(); ++i) {
     ++hold_start[have[i] + 1];
