@@ -1690,15 +1690,19 @@ int64_t BytesLowerBoundOf(const Mesh& mesh, const DistType& from, const DistType
 // `incumbent`: a plan within the memory bound to beat (e.g. the whole-axis plan when `mesh` is
 // a refinement); it competes like the candidates and bounds their middle searches from the
 // start, so the result is never worse than it under the objective.
-// `lower_bound_bytes`: when not null, set to LowerBoundBytesTotal(mesh, from, to) where the
-// call computed it (a pass over the devices the plan's metrics need not repeat).
-absl::StatusOr<std::vector<Step>> NormalSteps(const Mesh& mesh, const DistType& from,
-                                              const DistType& to, const CostModel* model = nullptr,
-                                              const std::vector<Step>* incumbent = nullptr,
-                                              std::optional<int64_t>* lower_bound_bytes = nullptr) {
+// `known_bounds`: when not null, ComputeLowerBounds(mesh, from, to) if it holds them (they
+// are the same on every refinement of a problem, so one pass serves the next), else set to
+// them where the call computed them (a pass over the devices that the plan's metrics and a
+// finer pass need not repeat).
+absl::StatusOr<std::vector<Step>> NormalSteps(
+    const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model = nullptr,
+    const std::vector<Step>* incumbent = nullptr,
+    std::optional<internal::LowerBounds>* known_bounds = nullptr) {
   if (from == to) return std::vector<Step>{};
-  const internal::LowerBounds bounds = internal::ComputeLowerBounds(mesh, from, to);
-  if (lower_bound_bytes != nullptr) *lower_bound_bytes = bounds.bytes_total;
+  std::optional<internal::LowerBounds> own;
+  if (known_bounds == nullptr) known_bounds = &own;
+  if (!*known_bounds) *known_bounds = internal::ComputeLowerBounds(mesh, from, to);
+  const internal::LowerBounds& bounds = **known_bounds;
   const bool bytes_decide = LowerBoundEndsSearch(mesh, model);
   std::vector<std::vector<Step>> known;
   if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
@@ -2376,19 +2380,20 @@ void DebugCheck([[maybe_unused]] const Plan& plan, [[maybe_unused]] std::string_
 // Synthesize on a mesh where every axis reference of `from` and `to` is a whole axis.
 // `gave_up`, `incumbent`: see OptimalSteps; `incumbent` (a memory-bounded plan on
 // `mesh`) is used by normal and optimal only, and NotFound says that none of their plans
-// beats it (the synthesized steps are the incumbent's).
-absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
-                                         const DistType& to, const SynthesisOptions& options,
-                                         bool* gave_up = nullptr,
-                                         const std::vector<Step>* incumbent = nullptr) {
+// beats it (the synthesized steps are the incumbent's). `known_bounds`: as for NormalSteps.
+absl::StatusOr<Plan> SynthesizeWholeAxes(
+    const Mesh& mesh, const DistType& from, const DistType& to, const SynthesisOptions& options,
+    bool* gave_up = nullptr, const std::vector<Step>* incumbent = nullptr,
+    std::optional<internal::LowerBounds>* known_bounds = nullptr) {
   if (absl::Status s = CheckReshardable(mesh, from, to); !s.ok()) return s;
   if (absl::Status s = CheckCostModel(mesh, options.cost_model); !s.ok()) return s;
   std::vector<Step> steps;
-  std::optional<int64_t> lower_bound_bytes;  // LowerBoundBytesTotal, once computed.
+  std::optional<internal::LowerBounds> own;
+  if (known_bounds == nullptr) known_bounds = &own;
   switch (options.strategy) {
     case Strategy::kNormal: {
       absl::StatusOr<std::vector<Step>> normal =
-          NormalSteps(mesh, from, to, TimeModel(options), incumbent, &lower_bound_bytes);
+          NormalSteps(mesh, from, to, TimeModel(options), incumbent, known_bounds);
       if (!normal.ok()) return normal.status();
       // Not on a refinement's pass (with `incumbent`), which only has to beat this plan.
       if (incumbent == nullptr && NormalSearches(mesh, options)) {
@@ -2448,8 +2453,9 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = std::move(steps);
   plan.cost_model = options.cost_model;
-  if (!lower_bound_bytes) lower_bound_bytes = LowerBoundBytesTotal(mesh, from, to);
-  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model, *lower_bound_bytes);
+  plan.metrics = ComputeMetrics(
+      mesh, from, plan.steps, plan.cost_model,
+      *known_bounds ? (*known_bounds)->bytes_total : LowerBoundBytesTotal(mesh, from, to));
   DebugCheck(plan, "synthesized an ill-typed plan");
   if (IsMemoryBounded(options.strategy)) {
     RESHARD_CHECK(plan.metrics.peak_local_bytes <=
@@ -2462,19 +2468,19 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(const Mesh& mesh, const DistType& from,
 // Synthesizes on `refinement` and brings the plan back to the user's mesh in canonical form.
 // `incumbent`: a plan on refinement.mesh() whose refinement normal and optimal must beat;
 // NotFound when they return it unchanged.
-absl::StatusOr<Plan> SynthesizeRefined(const AxisRefinement& refinement, const DistType& from,
-                                       const DistType& to, const SynthesisOptions& options,
-                                       bool* gave_up = nullptr,
-                                       const Plan* incumbent = nullptr) {
+absl::StatusOr<Plan> SynthesizeRefined(
+    const AxisRefinement& refinement, const DistType& from, const DistType& to,
+    const SynthesisOptions& options, bool* gave_up = nullptr, const Plan* incumbent = nullptr,
+    std::optional<internal::LowerBounds>* known_bounds = nullptr) {
   const DistType refined_to = refinement.Refine(to);
   std::optional<std::vector<Step>> refined_incumbent;
   if (incumbent != nullptr && IsMemoryBounded(options.strategy) && !incumbent->steps.empty()) {
     refined_incumbent = refinement.Refine(incumbent->steps);
     refined_incumbent->back().type = refined_to;  // Partial axes as the search lists them.
   }
-  absl::StatusOr<Plan> plan = SynthesizeWholeAxes(
-      refinement.refined(), refinement.Refine(from), refined_to, options, gave_up,
-      refined_incumbent ? &*refined_incumbent : nullptr);
+  absl::StatusOr<Plan> plan =
+      SynthesizeWholeAxes(refinement.refined(), refinement.Refine(from), refined_to, options,
+                          gave_up, refined_incumbent ? &*refined_incumbent : nullptr, known_bounds);
   if (!plan.ok()) return plan.status();
   // Canonical endpoints: a plan must read back from its JSON whatever the caller's spelling.
   Plan coarse = CoarsenPlan(refinement.mesh(), *std::move(plan));
@@ -2568,8 +2574,11 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   // Without sub-axis references in the types, refining and coarsening are identities:
   // synthesize directly (SynthesizeRefined would only check the same plan a second time).
   // (A trivial refinement is not enough: `x:(1)4` on x = 4 must still be renamed to `x`.)
-  absl::StatusOr<Plan> plan = refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options)
-                                           : SynthesizeRefined(*coarse, from, to, options);
+  // The lower bounds of the first pass serve the finer one (the same on any refinement).
+  std::optional<internal::LowerBounds> bounds;
+  absl::StatusOr<Plan> plan =
+      refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options, nullptr, nullptr, &bounds)
+                   : SynthesizeRefined(*coarse, from, to, options, nullptr, nullptr, &bounds);
   if (!split || (refs.empty() && HasPrimeAxes(mesh))) return finish(*coarse, std::move(plan));
   absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
   RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.
@@ -2612,7 +2621,7 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
   bool gave_up = false;
   absl::StatusOr<Plan> finer =
       finish(*fine, SynthesizeRefined(*fine, from, to, options, plan.ok() ? &gave_up : nullptr,
-                                      plan.ok() ? &*plan : nullptr));
+                                      plan.ok() ? &*plan : nullptr, &bounds));
   // (Built with the finer plan as rival it would be the same plan: it is not built only when
   // it is costlier than the rival, which then wins either way.)
   plan = leaving ? *std::move(leaving)
