@@ -861,7 +861,7 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
         SearchPlan(r->refined(), r->Refine(from), r->Refine(to), options, stats);
     if (!steps.ok()) return steps;
     for (Step& step : *steps) {
-      step.op = Canonicalize(mesh, step.op);
+      step.op = Canonicalize(mesh, std::move(step.op));
       step.type = Canonicalize(mesh, step.type);
     }
     if (!steps->empty()) steps->back().type = to;

@@ -107,10 +107,9 @@ DistType Canonicalize(const Mesh& mesh, const DistType& type) {
   return out;
 }
 
-Collective Canonicalize(const Mesh& mesh, const Collective& op) {
-  Collective out = op;
-  out.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
-  return out;
+Collective Canonicalize(const Mesh& mesh, Collective op) {
+  op.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
+  return op;
 }
 
 bool HasSubAxes(const Mesh& mesh, const DistType& type) {
@@ -302,7 +301,7 @@ Plan CoarsenPlan(const Mesh& mesh, Plan plan) {
   plan.source = Canonicalize(mesh, plan.source);
   plan.target = Canonicalize(mesh, plan.target);
   for (Step& step : plan.steps) {
-    step.op = Canonicalize(mesh, step.op);
+    step.op = Canonicalize(mesh, std::move(step.op));  // A permute's pairs are not copied.
     step.type = Canonicalize(mesh, step.type);
   }
   return plan;

@@ -51,7 +51,7 @@ std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const st
 // partial axes merged as a set (pieces of one axis that are adjacent in any order merge).
 DistType Canonicalize(const Mesh& mesh, const DistType& type);
 // mesh_axes merged as above (collective_permute and all_to_all_v are returned unchanged).
-Collective Canonicalize(const Mesh& mesh, const Collective& op);
+Collective Canonicalize(const Mesh& mesh, Collective op);
 
 // True when some reference in the type / collective / steps is a sub-axis that is not an axis
 // of `mesh` (on a refined mesh, atoms are axes).
