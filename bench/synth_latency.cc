@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -335,6 +338,15 @@ void Register() {
 }  // namespace reshard
 
 int main(int argc, char** argv) {
+#ifdef __GLIBC__
+  // A compiler calls the synthesizer from a long-lived process whose heap is warm. In this
+  // small one, glibc would hand the top of the heap back to the kernel after a call on a
+  // large mesh (its temporaries dominate the heap) and the next call would fault it back in,
+  // page by page: which depends on whether some earlier block crossed glibc's adaptive mmap
+  // threshold, not on the code measured (docs/benchmarks.md, "Allocator").
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
   benchmark::Initialize(&argc, argv);
   reshard::Register();
   benchmark::RunSpecifiedBenchmarks();
