@@ -13,6 +13,7 @@
 // for `optimal`, proven: the cases whose plan it proved optimal (Plan::optimality).
 // BM_PercentilesSkewed/<strategy>/<axes>: the same under a heterogeneous model (SkewedModel).
 // BM_PlanCacheHit/<axes>: see below.
+// --default_malloc: measure under glibc's default allocator settings (see main).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <malloc.h>
 #endif
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -338,14 +340,25 @@ void Register() {
 }  // namespace reshard
 
 int main(int argc, char** argv) {
+  // --default_malloc: leave glibc's allocator as it is (below).
+  bool default_malloc = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--default_malloc") continue;
+    default_malloc = true;
+    for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+    --argc;
+    break;
+  }
 #ifdef __GLIBC__
   // A compiler calls the synthesizer from a long-lived process whose heap is warm. In this
   // small one, glibc would hand the top of the heap back to the kernel after a call on a
   // large mesh (its temporaries dominate the heap) and the next call would fault it back in,
   // page by page: which depends on whether some earlier block crossed glibc's adaptive mmap
   // threshold, not on the code measured (docs/benchmarks.md, "Allocator").
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  if (!default_malloc) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  }
 #endif
   benchmark::Initialize(&argc, argv);
   reshard::Register();
