@@ -2095,7 +2095,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
                               bool pair_permutes, bool light) {
   std::vector<Step> out;
-  DistType current = from;
+  const DistType* current = &from;  // The type before `steps[index]` (steps outlive it).
   // The memory bound of the plans it splits (normal's and optimal's).
   const int64_t max_local_bytes =
       steps.empty() ? LocalBytes(mesh, from) : MemoryBoundBytes(mesh, from, steps.back().type);
@@ -2105,7 +2105,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   auto append_gathers = [&](std::vector<Step> gathers) {
     if (!uniform && !light) {
       if (std::optional<std::vector<Step>> helped =
-              WithGatherHelpers(mesh, current, gathers, model)) {
+              WithGatherHelpers(mesh, *current, gathers, model)) {
         gathers = *std::move(helped);
       }
     }
@@ -2128,7 +2128,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       } else {
         out.push_back(step);
       }
-      current = step.type;
+      current = &step.type;
       continue;
     }
     // The pieces of the chain, major to minor: one per atom of size > 1, each atom of size 1
@@ -2149,13 +2149,13 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     }
     if (op.kind == CollectiveKind::kAllToAll && light) {
       out.push_back(step);
-      current = step.type;
+      current = &step.type;
       continue;
     }
     if (op.kind == CollectiveKind::kAllToAll) {
       const Step* next = index + 1 < steps.size() ? &steps[index + 1] : nullptr;
-      SplitAllToAll(mesh, from, current, step, next, pieces, model, max_local_bytes, out);
-      current = step.type;
+      SplitAllToAll(mesh, from, *current, step, next, pieces, model, max_local_bytes, out);
+      current = &step.type;
       continue;
     }
     // An all_reduce scatters the most major pieces whose group divides some dimension's local
@@ -2169,14 +2169,14 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       std::optional<int> reduce_dim;
       int64_t k = mesh.GroupSize(axes);  // Of the first `scattered` pieces.
       for (; scattered > 0; --scattered) {
-        reduce_dim = PickDim(mesh, current, k, {});
+        reduce_dim = PickDim(mesh, *current, k, {});
         if (reduce_dim) break;
         k /= mesh.GroupSize(pieces[scattered - 1]);
       }
       dim = reduce_dim.value_or(0);  // Unused when nothing is scattered.
     }
     auto chain = [&](bool one_group) {
-      StepBuilder builder(mesh, current);
+      StepBuilder builder(mesh, *current);
       if (op.kind != CollectiveKind::kAllGather) {
         for (size_t p = 0; p < scattered; ++p) {
           builder.Apply(Collective::ReduceScatter(pieces[p], dim));
@@ -2200,13 +2200,13 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       return std::move(builder.steps());
     };
     std::vector<Step> chosen = {step};
-    double chosen_us = CostUs(mesh, current, chosen, model);
+    double chosen_us = CostUs(mesh, *current, chosen, model);
     // One group with nothing scattered is `step`; piece by piece with at most one piece left
     // is one group.
     for (bool one_group : {true, false}) {
       if (one_group ? scattered == 0 : pieces.size() - scattered < 2) continue;
       std::vector<Step> steps = chain(one_group);
-      const double us = CostUs(mesh, current, steps, model);
+      const double us = CostUs(mesh, *current, steps, model);
       if (us < chosen_us) {
         chosen = std::move(steps);
         chosen_us = us;
@@ -2217,7 +2217,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     } else {
       for (Step& piece : chosen) out.push_back(std::move(piece));
     }
-    current = step.type;
+    current = &step.type;
   }
   // Pairs for the permutes the all_to_all chains added or merged.
   if (!pair_permutes) return out;
