@@ -1024,7 +1024,7 @@ double MiddleGrowthBound::operator()(int64_t pieces) {
   if (static_cast<int64_t>(memo_.size()) <= m0) memo_.resize(m0 + 1, -1.0);
   if (memo_[m0] >= 0) return memo_[m0];
   // g(m) depends on g(ceil(m / k)) < m: fill bottom-up the values m0 needs, iteratively.
-  std::vector<int64_t> stack = {m0};
+  absl::InlinedVector<int64_t, 32> stack = {m0};
   while (!stack.empty()) {
     const int64_t m = stack.back();
     if (memo_[m] >= 0) {
