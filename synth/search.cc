@@ -862,7 +862,7 @@ absl::StatusOr<std::vector<Step>> SearchPlan(const Mesh& mesh, const DistType& f
     if (!steps.ok()) return steps;
     for (Step& step : *steps) {
       step.op = Canonicalize(mesh, std::move(step.op));
-      step.type = Canonicalize(mesh, step.type);
+      step.type = Canonicalize(mesh, std::move(step.type));
     }
     if (!steps->empty()) steps->back().type = to;
     return steps;

@@ -84,10 +84,12 @@ std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const st
   return out;
 }
 
-DistType Canonicalize(const Mesh& mesh, const DistType& type) {
-  DistType out = type;
-  for (Dim& dim : out.dims) dim.axes = CanonicalAxisList(mesh, dim.axes);
-  if (!AnySubAxis(mesh, type.partial)) return out;
+DistType Canonicalize(const Mesh& mesh, DistType type) {
+  // Lists without sub-axes are already canonical: left as they are, not rebuilt.
+  for (Dim& dim : type.dims) {
+    if (AnySubAxis(mesh, dim.axes)) dim.axes = CanonicalAxisList(mesh, dim.axes);
+  }
+  if (!AnySubAxis(mesh, type.partial)) return type;
   // A set: merge any two adjacent pieces of one axis, keeping the first one's position.
   std::vector<Mesh::Digit> digits;
   for (const std::string& axis : type.partial) digits.push_back(mesh.Resolve(axis));
@@ -102,9 +104,9 @@ DistType Canonicalize(const Mesh& mesh, const DistType& type) {
       }
     }
   }
-  out.partial.clear();
-  for (const Mesh::Digit& d : digits) out.partial.push_back(DigitName(mesh, d));
-  return out;
+  type.partial.clear();
+  for (const Mesh::Digit& d : digits) type.partial.push_back(DigitName(mesh, d));
+  return type;
 }
 
 Collective Canonicalize(const Mesh& mesh, Collective op) {
@@ -298,11 +300,11 @@ absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
 
 Plan CoarsenPlan(const Mesh& mesh, Plan plan) {
   plan.mesh = mesh;
-  plan.source = Canonicalize(mesh, plan.source);
-  plan.target = Canonicalize(mesh, plan.target);
+  plan.source = Canonicalize(mesh, std::move(plan.source));
+  plan.target = Canonicalize(mesh, std::move(plan.target));
   for (Step& step : plan.steps) {
     step.op = Canonicalize(mesh, std::move(step.op));  // A permute's pairs are not copied.
-    step.type = Canonicalize(mesh, step.type);
+    step.type = Canonicalize(mesh, std::move(step.type));
   }
   return plan;
 }

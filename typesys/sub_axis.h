@@ -49,7 +49,7 @@ namespace reshard {
 std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes);
 // The canonical form of a type valid on `mesh`: every dimension's list merged as above, and the
 // partial axes merged as a set (pieces of one axis that are adjacent in any order merge).
-DistType Canonicalize(const Mesh& mesh, const DistType& type);
+DistType Canonicalize(const Mesh& mesh, DistType type);
 // mesh_axes merged as above (collective_permute and all_to_all_v are returned unchanged).
 Collective Canonicalize(const Mesh& mesh, Collective op);
 
