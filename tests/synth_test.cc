@@ -729,6 +729,22 @@ TEST(NormalTest, ReductionSplitAroundTheMiddle) {
 // stays within the bound, runs to the right data, and costs `optimal_us` (written out where
 // optimal's search would be slow under ASan) or, when that is negative, what optimal's plan
 // costs.
+// `normal`'s plan (default model) costs exactly `cost_us`, stays within the memory bound and
+// runs to the right data in the interpreter.
+void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* to_text,
+                      double cost_us) {
+  Mesh mesh = M(mesh_text);
+  const DistType from = T(mesh, from_text);
+  const DistType to = T(mesh, to_text);
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->metrics.cost_us, cost_us) << Describe(*plan);
+  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
+  absl::StatusOr<RunReport> report = RunPlan(*plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+}
+
 void ExpectNormalPlan(const char* mesh_text, const char* from_text, const char* to_text,
                       const std::vector<CollectiveKind>& expected,
                       const CostModel& model = CostModel(), double optimal_us = -1) {
@@ -845,16 +861,7 @@ TEST(NormalTest, ReductionScatteredMinorToWhereItJoins) {
   // (96.847 µs). Retried onto dimension 2, z must land behind x there (minor), where an
   // all_to_all can take it from the end (90.948 µs; at [3072,...] this is optimal's plan;
   // here optimal's 87.915 µs moves y before scattering z, which no valley does).
-  Mesh mesh = M("x=2,y=3,z=2");
-  const DistType from = T(mesh, "f32[768,96{y},48] partial{x,z}");
-  const DistType to = T(mesh, "f32[768{y},96{z},48]");
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->metrics.cost_us, 90.948) << Describe(*plan);
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(*plan);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
+  ExpectNormalCost("x=2,y=3,z=2", "f32[768,96{y},48] partial{x,z}", "f32[768{y},96{z},48]", 90.948);
 }
 
 TEST(NormalTest, RefinedSearchesStopAtTheirCap) {
@@ -863,16 +870,7 @@ TEST(NormalTest, RefinedSearchesStopAtTheirCap) {
   // a search of normal's refined pass may spend (kRefinedSearchWork): normal keeps a
   // 40.819 µs plan found within the cap. (At 256^3, bench case 26, the search it skips
   // took 8-10 ms.)
-  Mesh mesh = M("x=8,y=8");
-  const DistType from = T(mesh, "f32[64,64,64{x,y}]");
-  const DistType to = T(mesh, "f32[64{y},64{x},64]");
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->metrics.cost_us, 40.819) << Describe(*plan);
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(*plan);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
+  ExpectNormalCost("x=8,y=8", "f32[64,64,64{x,y}]", "f32[64{y},64{x},64]", 40.819);
 }
 
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
