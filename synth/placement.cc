@@ -895,8 +895,7 @@ LinkOrder::LinkOrder(absl::Span<const int64_t> axis_sizes, const AxisCost* axis_
   }
   floor_ = std::numeric_limits<uint64_t>::max();
   for (int a = 0; a < k_; ++a) {
-    floor_ =
-        std::min(floor_, (uint64_t{alpha_place_[a]} << 40) | (uint64_t{gbps_place_[a]} << 20) | 1);
+    floor_ = std::min(floor_, Encode(alpha_place_[a], gbps_place_[a], 1));
   }
   int bits = 0;
   for (int a = k_ - 1; a >= 0 && uniform; --a) {
@@ -909,6 +908,18 @@ LinkOrder::LinkOrder(absl::Span<const int64_t> axis_sizes, const AxisCost* axis_
   }
   packed_ = uniform && static_cast<int>(shift_.size()) == k_;
 }
+
+namespace {
+
+// The number of set bits, one by one: few are set, and without -mpopcnt std::popcount is a
+// call.
+uint64_t CountSparseBits(uint64_t bits) {
+  uint64_t count = 0;
+  for (; bits != 0; bits &= bits - 1) ++count;
+  return count;
+}
+
+}  // namespace
 
 void LinkOrder::Clear() { rows_.clear(); }
 
@@ -925,10 +936,7 @@ void LinkOrder::Add(const int64_t* coord) {
 uint64_t LinkOrder::Rank(int64_t i, int64_t j) const {
   if (packed_) {
     const uint64_t x = static_cast<uint64_t>(rows_[i] ^ rows_[j]);  // Guards stay zero.
-    // Counted bit by bit: few axes differ, and without -mpopcnt std::popcount is a call.
-    uint64_t count = 0;
-    for (uint64_t d = (x + low_) & guards_; d != 0; d &= d - 1) ++count;
-    return count;
+    return CountSparseBits((x + low_) & guards_);
   }
   const int64_t* c = &rows_[i * k_];
   const int64_t* t = &rows_[j * k_];
@@ -940,7 +948,7 @@ uint64_t LinkOrder::Rank(int64_t i, int64_t j) const {
     gbps = std::max<uint64_t>(gbps, gbps_place_[a]);
     ++differing;
   }
-  return (alpha << 40) | (gbps << 20) | differing;
+  return Encode(alpha, gbps, differing);
 }
 
 uint64_t LinkOrder::Floor(absl::Span<const int64_t> sources, int64_t target) const {
@@ -950,11 +958,7 @@ uint64_t LinkOrder::Floor(absl::Span<const int64_t> sources, int64_t target) con
     uint64_t varies = 0;
     for (int64_t s : sources) varies |= static_cast<uint64_t>(rows_[s] ^ rows_[first]);
     const uint64_t x = static_cast<uint64_t>(rows_[first] ^ rows_[target]);
-    uint64_t count = 0;
-    for (uint64_t d = (x + low_) & guards_ & ~((varies + low_) & guards_); d != 0; d &= d - 1) {
-      ++count;
-    }
-    return std::max(count, floor_);
+    return std::max(CountSparseBits((x + low_) & guards_ & ~((varies + low_) & guards_)), floor_);
   }
   const int64_t* c = &rows_[first * k_];
   const int64_t* t = &rows_[target * k_];
@@ -968,7 +972,7 @@ uint64_t LinkOrder::Floor(absl::Span<const int64_t> sources, int64_t target) con
     gbps = std::max<uint64_t>(gbps, gbps_place_[a]);
     ++differing;
   }
-  return differing == 0 ? floor_ : (alpha << 40) | (gbps << 20) | differing;
+  return differing == 0 ? floor_ : Encode(alpha, gbps, differing);
 }
 
 size_t LinkOrder::CheapestSource(absl::Span<const int64_t> sources, int64_t target) const {

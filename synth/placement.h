@@ -108,6 +108,10 @@ class LinkOrder {
   size_t CheapestSource(absl::Span<const int64_t> sources, int64_t target) const;
 
  private:
+  // A rank from the places of the link's slowest alpha and bandwidth and its axis count.
+  static uint64_t Encode(uint64_t alpha, uint64_t gbps, uint64_t differing) {
+    return (alpha << 40) | (gbps << 20) | differing;
+  }
   // The rank of the link between devices i and j: smaller is cheaper, equal is as cheap.
   uint64_t Rank(int64_t i, int64_t j) const;
   // No link from `sources` to `target` ranks below this: the rank of the axes on which all
@@ -126,8 +130,8 @@ class LinkOrder {
   uint64_t floor_ = 0;
   // When every axis costs the same and the coordinates fit: a device is one word holding a
   // field per axis, its top bit a zero guard, so the differing axes of two devices are the
-  // guard bits that ((x & low_) + low_) | x sets for x their XOR (no carry leaves a field),
-  // and the rank is their count. Else k_ coordinates per device.
+  // guard bits of x + low_ for x their XOR (a nonzero field carries into its guard, and no
+  // carry leaves a field), and the rank is their count. Else k_ coordinates per device.
   bool packed_ = false;
   uint64_t low_ = 0, guards_ = 0;
   absl::InlinedVector<int, 8> shift_;

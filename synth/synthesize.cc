@@ -771,12 +771,14 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
   for (int dim = 0; dim < from.rank(); ++dim) {
     Candidate moved = c;
     DistType x = from;
+    std::vector<bool> was_moved(moved.descent.size(), false);
     bool changed = false;
-    bool joins = false;  // A moved axis lands behind one the descent already put there.
-    for (Append& a : moved.descent) {
+    bool joins = false;  // A moved axis lands before one the descent already puts there.
+    for (size_t i = 0; i < moved.descent.size(); ++i) {
+      Append& a = moved.descent[i];
       if (a.scatter == scatters && a.dim != dim) {
         a.dim = dim;
-        changed = true;
+        was_moved[i] = changed = true;
       } else if (a.dim == dim && changed) {
         joins = true;
       }
@@ -789,18 +791,18 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
     // y=3,z=2 [3072,96{y},48] partial{x,z} -> [3072{y},96{z},48] scatters x then z onto
     // dimension 2 and moves z from there (273.8 µs, optimal's) where z scattered first, or
     // onto dimension 1 behind y, had to travel with y (296.7 µs).
+    std::optional<Candidate> last;
     if (scatters && joins) {
-      Candidate last = moved;
-      std::stable_partition(last.descent.begin(), last.descent.end(), [&](const Append& a) {
-        return a.dim != dim || !(a.scatter == scatters) ||
-               std::any_of(c.descent.begin(), c.descent.end(),
-                           [&](const Append& o) { return o.axis == a.axis && o.dim == dim; });
-      });
-      out.push_back(std::move(moved));
-      out.push_back(std::move(last));
-      continue;
+      last = moved;
+      last->descent.clear();
+      for (bool moved_ones : {false, true}) {
+        for (size_t i = 0; i < moved.descent.size(); ++i) {
+          if (was_moved[i] == moved_ones) last->descent.push_back(moved.descent[i]);
+        }
+      }
     }
     out.push_back(std::move(moved));
+    if (last) out.push_back(*std::move(last));
   }
   return out;
 }
