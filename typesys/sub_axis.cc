@@ -110,7 +110,7 @@ DistType Canonicalize(const Mesh& mesh, DistType type) {
 }
 
 Collective Canonicalize(const Mesh& mesh, Collective op) {
-  op.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
+  if (AnySubAxis(mesh, op.mesh_axes)) op.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
   return op;
 }
 
