@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -771,7 +772,7 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
   for (int dim = 0; dim < from.rank(); ++dim) {
     Candidate moved = c;
     DistType x = from;
-    std::vector<bool> was_moved(moved.descent.size(), false);
+    absl::InlinedVector<bool, 16> was_moved(moved.descent.size(), false);
     bool changed = false;
     bool joins = false;  // A moved axis lands before one the descent already puts there.
     for (size_t i = 0; i < moved.descent.size(); ++i) {
