@@ -213,7 +213,7 @@ class Compact {
     pending_unit_ = PendingUnit(mesh, to);
     if (timed()) {
       fastest_ = options_.cost_model->Fastest(mesh);
-      uniform_ = IsUniform(mesh, *options_.cost_model);
+      uniform_ = options_.cost_model->UniformOn(mesh);
       uint32_t moving = 0;  // Axes of size above 1.
       for (int a = 0; a < num_axes_; ++a) {
         axis_cost_[a] = options_.cost_model->Axis(mesh.axes()[a].name);

@@ -1092,13 +1092,6 @@ double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType&
   return crossing;
 }
 
-bool IsUniform(const Mesh& mesh, const CostModel& model) {
-  for (const MeshAxis& axis : mesh.axes()) {
-    if (!(model.Axis(axis.name) == model.Axis(mesh.axes()[0].name))) return false;
-  }
-  return true;
-}
-
 }  // namespace internal
 
 namespace {
@@ -1113,11 +1106,11 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
   const std::vector<Role> key_in = internal::KeyRoles(mesh, in);
   const std::vector<Role> key_out = internal::KeyRoles(mesh, out);
   const int64_t num_keys = internal::NumKeys(mesh, in);
+  std::vector<int64_t> acc_in(1), acc_out(1);  // The walks' placement keys.
   if (num_keys == mesh.num_devices()) {
     // One holder per placement (a fully sharded type): each device sends its block to the
     // one device that needs it, found through the inverse of the target's placement.
     std::vector<int64_t> held(num_keys), needed_by(num_keys);
-    std::vector<int64_t> acc_in(1), acc_out(1);
     internal::WalkDevices(mesh, key_in, acc_in, key_out, acc_out, [&](int64_t d) {
       held[d] = acc_in[0];
       needed_by[acc_out[0]] = d;
@@ -1130,7 +1123,6 @@ Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistTy
   }
   // Devices that must change, in id order, with what they hold and what they need.
   std::vector<int64_t> changed, have, need;
-  std::vector<int64_t> acc_in(1), acc_out(1);
   internal::WalkDevices(mesh, key_in, acc_in, key_out, acc_out, [&](int64_t d) {
     if (acc_in[0] == acc_out[0]) return;
     changed.push_back(d);

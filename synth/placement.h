@@ -323,10 +323,6 @@ inline bool NeedsOtherSlices(int64_t w_a, int64_t w_a_in_to) { return w_a != w_a
 double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                        const DistType& to);
 
-// True when every mesh axis has the same cost: then a permute costs alpha + B/bw whatever
-// pairs it uses, and its price needs no pairs.
-bool IsUniform(const Mesh& mesh, const CostModel& model);
-
 }  // namespace reshard::internal
 
 #endif  // RESHARD_SYNTH_PLACEMENT_H_

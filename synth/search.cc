@@ -149,7 +149,7 @@ class Searcher {
       : mesh_(mesh), from_(Canonical(mesh, from)), to_(Canonical(mesh, to)), options_(options) {
     if (options_.cost_model != nullptr) {
       fastest_ = options_.cost_model->Fastest(mesh);
-      uniform_ = internal::IsUniform(mesh, *options_.cost_model);
+      uniform_ = options_.cost_model->UniformOn(mesh);
     }
     bool size_one = false;
     for (const MeshAxis& axis : mesh.axes()) {
@@ -901,7 +901,7 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
         internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
                                     internal::PendingUnit(m, t)),
         m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t),
-        internal::IsUniform(m, model) ? 0.0 : SliceBoundUs(m, model, f, t, &work));
+        model.UniformOn(m) ? 0.0 : SliceBoundUs(m, model, f, t, &work));
   });
 }
 

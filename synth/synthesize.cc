@@ -363,7 +363,7 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
     return model.StepCostUs(mesh, in, op);
   }
   if (internal::MovedDevices(mesh, in, out) == 0) return 0;
-  if (internal::IsUniform(mesh, model)) {
+  if (model.UniformOn(mesh)) {
     const AxisCost cost = model.Axis(mesh.axes()[0].name);
     return cost.alpha_us + cost.TransferUs(static_cast<double>(LocalBytes(mesh, in)));
   }
@@ -476,7 +476,7 @@ std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from
   });
   if (!groups) return std::nullopt;
   return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false,
-                     /*light=*/!internal::IsUniform(mesh, model));
+                     /*light=*/!model.UniformOn(mesh));
 }
 
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
@@ -1663,7 +1663,7 @@ std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistTyp
 // heuristic: the chains of SplitGroups still trade bytes for latency afterwards). Where axes
 // differ, a lower-bound plan may cross a slow axis another plan avoids.
 bool LowerBoundEndsSearch(const Mesh& mesh, const CostModel* model) {
-  return model == nullptr || internal::IsUniform(mesh, *model);
+  return model == nullptr || model->UniformOn(mesh);
 }
 
 // Whether `normal`'s pass on the prime-factor refinement may improve `plan` (its plan from
@@ -2104,7 +2104,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
       steps.empty() ? LocalBytes(mesh, from) : MemoryBoundBytes(mesh, from, steps.back().type);
   // Appends gathers from `current`, on a helper's smaller buffer where that is cheaper (never
   // under a uniform model: WithGatherHelpers).
-  const bool uniform = internal::IsUniform(mesh, model);
+  const bool uniform = model.UniformOn(mesh);
   auto append_gathers = [&](std::vector<Step> gathers) {
     if (!uniform && !light) {
       if (std::optional<std::vector<Step>> helped =
@@ -2320,7 +2320,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
 // under the model) took several hundred milliseconds on 2^20 devices.
 bool NormalSearches(const Mesh& mesh, const SynthesisOptions& options) {
   const CostModel* model = TimeModel(options);
-  return model != nullptr && !internal::IsUniform(mesh, *model) &&
+  return model != nullptr && !model->UniformOn(mesh) &&
          mesh.num_devices() <= kNormalSearchWork / 64;
 }
 

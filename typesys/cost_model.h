@@ -85,6 +85,9 @@ class CostModel {
   AxisCost Group(const Mesh& mesh, absl::Span<const std::string> axes) const;
   // Axis(name) of every mesh axis, by axis index (for loops that would look names up often).
   std::vector<AxisCost> AxisCosts(const Mesh& mesh) const;
+  // Whether every axis of `mesh` costs the same: then so does every link, and a permute costs
+  // alpha + B/bw whatever pairs it uses.
+  bool UniformOn(const Mesh& mesh) const;
   // The cheapest axis of the mesh of size above 1 (min alpha, max bandwidth separately; the
   // first axis when all have size 1): a lower bound for any message between two devices.
   AxisCost Fastest(const Mesh& mesh) const;

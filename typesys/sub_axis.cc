@@ -46,6 +46,29 @@ bool AnySubAxis(const Mesh& mesh, absl::Span<const std::string> axes) {
                      [&](const std::string& a) { return IsPiece(mesh, a); });
 }
 
+// CanonicalAxisList of a list with some sub-axis.
+std::vector<std::string> MergedPieces(const Mesh& mesh, absl::Span<const std::string> axes) {
+  std::vector<Mesh::Digit> digits;
+  for (const std::string& axis : axes) {
+    const Mesh::Digit d = mesh.Resolve(axis);
+    if (!digits.empty() && Continues(digits.back(), d)) {
+      digits.back() = Merge(digits.back(), d);
+    } else {
+      digits.push_back(d);
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(digits.size());
+  for (const Mesh::Digit& d : digits) out.push_back(DigitName(mesh, d));
+  return out;
+}
+
+// Makes `axes` canonical in place; a list without sub-axes is canonical already and is left
+// as it is, not rebuilt.
+void CanonicalizeList(const Mesh& mesh, std::vector<std::string>& axes) {
+  if (AnySubAxis(mesh, axes)) axes = MergedPieces(mesh, axes);
+}
+
 void AppendPrimeFactors(int64_t n, std::vector<int64_t>* out) {
   for (int64_t p = 2; p * p <= n; ++p) {
     while (n % p == 0) {
@@ -69,26 +92,11 @@ bool HasPrimeAxes(const Mesh& mesh) {
 
 std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
   if (!AnySubAxis(mesh, axes)) return std::vector<std::string>(axes.begin(), axes.end());
-  std::vector<Mesh::Digit> digits;
-  for (const std::string& axis : axes) {
-    const Mesh::Digit d = mesh.Resolve(axis);
-    if (!digits.empty() && Continues(digits.back(), d)) {
-      digits.back() = Merge(digits.back(), d);
-    } else {
-      digits.push_back(d);
-    }
-  }
-  std::vector<std::string> out;
-  out.reserve(digits.size());
-  for (const Mesh::Digit& d : digits) out.push_back(DigitName(mesh, d));
-  return out;
+  return MergedPieces(mesh, axes);
 }
 
 DistType Canonicalize(const Mesh& mesh, DistType type) {
-  // Lists without sub-axes are already canonical: left as they are, not rebuilt.
-  for (Dim& dim : type.dims) {
-    if (AnySubAxis(mesh, dim.axes)) dim.axes = CanonicalAxisList(mesh, dim.axes);
-  }
+  for (Dim& dim : type.dims) CanonicalizeList(mesh, dim.axes);
   if (!AnySubAxis(mesh, type.partial)) return type;
   // A set: merge any two adjacent pieces of one axis, keeping the first one's position.
   std::vector<Mesh::Digit> digits;
@@ -110,7 +118,7 @@ DistType Canonicalize(const Mesh& mesh, DistType type) {
 }
 
 Collective Canonicalize(const Mesh& mesh, Collective op) {
-  if (AnySubAxis(mesh, op.mesh_axes)) op.mesh_axes = CanonicalAxisList(mesh, op.mesh_axes);
+  CanonicalizeList(mesh, op.mesh_axes);
   return op;
 }
 
