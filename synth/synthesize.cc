@@ -473,18 +473,16 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
 
 // A middle without search where `in`'s and `out`'s local shapes differ (same partial axes):
 // ShapeMoves from `in` to `out`'s local shape, then one permute (unpaired) where the types
-// still differ. The middle search finds such middles too, but its first expansion enumerates
-// every type one permute reaches, which on a refinement's atoms can take its whole work cap:
-// x=4,y=4,z=2,w=4 [768{w,y},48,4096,3072{x}] partial{z} -> [768{x},48,4096{y},3072{w}]
-// reduce_scatters z, moves y:(2)2 by an all_to_all and permutes (507.4 ms, optimal's plan),
-// where the search gave up and the plan moved all of y (543.6 ms). Without `model` (the bytes
-// objective) also the mirror form, one permute from `in` to where ShapeMoves from `out` to
-// `in`'s local shape end, then those moves undone, and the one of fewer bytes (on the dumps 8
-// plans receive fewer bytes than with the first form alone; under the time objective it found
-// one plan of equal time, for +1.7 % and +3.8 % instructions on the 3- and 4-axis suite).
-// nullopt when the shapes agree already, no form exists, or (with `model`) its all_to_alls
-// and one cheapest message of the permute's bytes already cost more than `max_us` (pricing
-// the permute takes a pass over the devices).
+// still differ; or its mirror, one permute from `in` to where ShapeMoves from `out` to `in`'s
+// local shape end, then those moves undone. The cheaper (time, then bytes; bytes alone
+// without `model`). The middle search finds such middles too, but its first expansion
+// enumerates every type one permute reaches, which on a refinement's atoms can take its
+// whole work cap: x=4,y=4,z=2,w=4 [768{w,y},48,4096,3072{x}] partial{z} ->
+// [768{x},48,4096{y},3072{w}] reduce_scatters z, moves y:(2)2 by an all_to_all and permutes
+// (507.4 ms, optimal's plan), where the search gave up and the plan moved all of y (543.6
+// ms). nullopt when the shapes agree already, neither form exists, or (with `model`) each
+// one's all_to_alls and one cheapest message of the permute's bytes already cost more than
+// `max_us` (pricing the permute takes a pass over the devices).
 std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& in,
                                               const DistType& out, const CostModel* model,
                                               double max_us) {
@@ -527,7 +525,6 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
     if (!(moves->back().type == out)) moves->push_back(Step{Collective::Permute({}), out});
     consider(*std::move(moves));
   }
-  if (model != nullptr) return best;  // The mirror form: see above.
   if (std::optional<std::vector<Step>> moves = ShapeMoves(mesh, out, out_shape, in_shape)) {
     std::vector<Step> steps;
     if (!(moves->back().type == in)) {
@@ -715,13 +712,12 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
       path.bytes = permute->bytes;
       path.step_us.assign(model != nullptr ? 1 : 0, permute->us);
     }
-    // Where the search gives up or finds nothing within what is left (its caps, and pruning
-    // by the budget, can end it before an all_to_all and a permute are tried), the
-    // all_to_alls and permute of ShapedMiddle. (On the suite, the draws and the production
-    // cases it never beat a middle the search found; as the search's incumbent it cost ~2 %
-    // more instructions for the same plans.)
-    // (Over what is left, it loses to the best plan like any costlier valley.)
-    if (!middle.ok()) {
+    // Where the search gives up (its work or state cap), the all_to_alls and permute of
+    // ShapedMiddle. Not where it ends with NotFound: it then went through every middle within
+    // what is left, this one included. (Nor after a find: on the suite, the draws and the
+    // production cases it never beat one. As the search's incumbent it changed ties and cost
+    // +5.7 % instructions on the 3-axis suite.)
+    if (absl::IsResourceExhausted(middle.status())) {
       if (std::optional<std::vector<Step>> shaped =
               ShapedMiddle(mesh, c.x, c.y, model, options.max_cost_us)) {
         middle = *std::move(shaped);
