@@ -1320,13 +1320,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
 // `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
 // mode; nullptr ranks by total bytes (the paper's objective).
 // `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
-// devices). `left`: what the candidates' middle searches may spend.
+// devices). `known`: plans built otherwise, which compete with the valleys (moved from).
+// `left`: what the candidates' middle searches may spend.
 absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
                                                 const DistType& to, const CostModel* model,
                                                 const internal::LowerBounds& bounds,
                                                 internal::MiddleCache& classes,
                                                 std::vector<Candidate>& candidates,
-                                                absl::Span<const std::vector<Step>> known,
+                                                absl::Span<std::vector<Step>> known,
                                                 MiddleBudget left) {
   if (from == to) return std::vector<Step>{};
 
@@ -1351,14 +1352,20 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   };
   // Plans found otherwise (the Shardy-style pass, an incumbent) compete, priced as chains, and
   // bound the middle searches.
-  for (const std::vector<Step>& plan : known) {
+  // (Moved, not copied: on a mesh of thousands of devices a permute's pair list is hundreds
+  // of KiB, and `known` is not read again.)
+  for (std::vector<Step>& plan : known) {
+    int64_t bytes = 0;
+    double us = 0;
     if (model == nullptr) {
-      consider(plan, TotalBytes(mesh, from, plan), 0.0);
-      continue;
+      bytes = TotalBytes(mesh, from, plan);
+    } else {
+      const std::optional<std::vector<Step>> chains = AsChains(mesh, from, plan, *model);
+      const std::vector<Step>& priced = chains ? *chains : plan;
+      bytes = TotalBytes(mesh, from, priced);
+      us = CostUs(mesh, from, priced, *model);
     }
-    const std::optional<std::vector<Step>> chains = AsChains(mesh, from, plan, *model);
-    const std::vector<Step>& priced = chains ? *chains : plan;
-    consider(plan, TotalBytes(mesh, from, priced), CostUs(mesh, from, priced, *model));
+    consider(std::move(plan), bytes, us);
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (std::optional<PricedPermute> permute = OnePermute(mesh, from, to, model)) {
@@ -1896,7 +1903,8 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
     budget.work = kRefinedMiddleWork;
     budget.search_work = kRefinedSearchWork;
   }
-  return NormalValleys(mesh, from, to, model, bounds, classes, candidates, known, budget);
+  return NormalValleys(mesh, from, to, model, bounds, classes, candidates, absl::MakeSpan(known),
+                       budget);
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
