@@ -38,7 +38,7 @@ namespace {
 constexpr int64_t kTypeWork = 256;
 constexpr int64_t kCountStepWork = 16;
 // Encoding limits: axis index + 1 fits a nibble, and a key holds 16 nibbles (one per axis
-// slot and one terminating each dimension).
+// slot and one terminating each dimension but the last).
 constexpr int kMaxAxes = 15;
 constexpr int kMaxRank = 8;
 constexpr int kMaxNibbles = 16;
@@ -53,8 +53,10 @@ struct CType {
   uint32_t partial = 0;  // Bit a: mesh axis a is partial.
 
   int begin(int i) const { return i == 0 ? 0 : end[i - 1]; }
-  // Axis indices + 1 per dimension, each dimension closed by a 0 nibble. Unique within one
-  // rank (the number of 0 nibbles is the rank, so dropped leading zeros cannot collide).
+  // Axis indices + 1 per dimension, each dimension but the last closed by a 0 nibble (the
+  // last one's would be a leading zero). Unique within one rank: axis nibbles are never 0, so
+  // the first rank - 1 zero nibbles end the first rank - 1 dimensions and the rest of the key
+  // is the last one.
   uint64_t DimsKey() const {
     uint64_t key = 0;
     int pos = 0;
@@ -266,7 +268,7 @@ class Compact {
     for (const MeshAxis& axis : mesh.axes()) {
       if (AxisUse(to, axis.name) != kPartial) ++pool;
     }
-    return pool + from.rank() <= kMaxNibbles;
+    return pool + from.rank() - 1 <= kMaxNibbles;
   }
 
   absl::StatusOr<std::vector<Step>> Run(MiddlePath* path);

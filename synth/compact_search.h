@@ -16,7 +16,7 @@
 // same edges in the same order, the same costs in the same arithmetic, the same queue order and
 // tie-breaks, the same work charges at the same points) and checked by
 // tests/compact_search_test.cc on random searches under every option set the strategies use.
-// Types it cannot encode (more than 15 mesh axes, rank 0 or above 8, more than 16 axis slots
+// Types it cannot encode (more than 15 mesh axes, rank 0 or above 8, more than 17 axis slots
 // plus dimensions, sub-axis names) stay with the DistType search.
 #ifndef RESHARD_SYNTH_COMPACT_SEARCH_H_
 #define RESHARD_SYNTH_COMPACT_SEARCH_H_

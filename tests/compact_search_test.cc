@@ -407,6 +407,69 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
 // below it NotFound. Full searches (bytes mode, time mode under a uniform and a skewed model) and
 // middles (all_to_all and permutes between types of one local size, where the growth bound
 // applies).
+TEST(CompactSearch, EncodesSixteenNibbleKeys) {
+  // 15 axes none of them partial and rank 2: 15 axis nibbles and one closing dimension 0 fill
+  // the 64-bit key exactly (the last dimension needs no closing nibble). Such searches run on
+  // compact types, with the DistType search's result and statistics; at rank 3 CompactSearch
+  // declines them (nullopt).
+  std::string text;
+  for (char c = 'a'; c <= 'o'; ++c) {
+    absl::StrAppend(&text, text.empty() ? "" : ",", std::string(1, c), "=2");
+  }
+  const Mesh mesh = M(text);
+  std::mt19937 rng(16);
+  const int64_t sizes[] = {256, 512, 1024};
+  int compared[2] = {0, 0};
+  std::map<absl::StatusCode, int> codes;
+  for (int iter = 0; iter < 400 && (compared[0] < 12 || compared[1] < 4); ++iter) {
+    const int rank = compared[0] < 12 ? 2 : 3;
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) dims.push_back(sizes[rng() % std::size(sizes)]);
+    std::optional<DistType> x = RandomType(rng, mesh, dims, false, nullptr);
+    if (!x || x->dims[0].axes.size() < 2) continue;
+    // One or two moves away, so that searches also succeed: the last axis of dimension 0
+    // moved to the end of dimension 1 (an all_to_all), and/or two axes of dimension 0
+    // swapped (a permute).
+    DistType y = *x;
+    std::vector<std::string>& first = y.dims[0].axes;
+    if (iter % 3 != 1) {
+      y.dims[1].axes.push_back(first.back());
+      first.pop_back();
+    }
+    if (iter % 3 != 0 && first.size() >= 2) std::swap(first[0], first[1]);
+    if (y == *x || !Validate(mesh, y).ok()) continue;
+    ++compared[rank - 2];
+    SearchOptions options = MiddleOptions(mesh, *x);
+    options.max_work = 1 << 22;
+    // One permute reaches thousands of types on 15 equal axes: without permutes the searches
+    // also end (found, or nothing within the states).
+    options.allow_permute = iter % 2 == 0;
+    const std::string where = absl::StrCat(ToString(*x), " -> ", ToString(y));
+    std::optional<absl::StatusOr<std::vector<Step>>> got =
+        internal::CompactSearch(mesh, *x, y, options, nullptr);
+    ASSERT_EQ(got.has_value(), rank == 2) << where;
+    if (!got) continue;
+    SearchStats want_stats, got_stats;
+    absl::StatusOr<std::vector<Step>> want =
+        internal::SearchPlanOnDistTypes(mesh, *x, y, options, &want_stats);
+    got = internal::CompactSearch(mesh, *x, y, options, nullptr, &got_stats);
+    ++codes[want.status().code()];
+    ASSERT_EQ(want.status().code(), got->status().code()) << where << "\n"
+                                                          << Describe(want) << "\n"
+                                                          << Describe(*got);
+    if (want.ok()) {
+      EXPECT_EQ(*want, **got) << where;
+    }
+    ExpectSameStats(want_stats, got_stats, where);
+  }
+  EXPECT_EQ(compared[0], 12);
+  EXPECT_EQ(compared[1], 4);
+  EXPECT_GT(codes[absl::StatusCode::kOk], 0);  // Not only searches that give up.
+  for (const auto& [code, count] : codes) {
+    std::printf("%s: %d\n", absl::StatusCodeToString(code).c_str(), count);
+  }
+}
+
 TEST(SearchBounds, PruneNothingWithinThem) {
   std::mt19937 rng(17);
   const char* meshes[] = {"x=8", "x=2,y=4", "x=4,y=4", "x=2,y=2,z=2", "x=2,y=4,z=4",
