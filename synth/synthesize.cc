@@ -363,8 +363,17 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
   if (op.kind != CollectiveKind::kCollectivePermute || !op.source_target_pairs.empty()) {
     return model.StepCostUs(mesh, in, op);
   }
-  if (internal::MovedDevices(mesh, in, out) == 0) return 0;
-  if (model.UniformOn(mesh)) {
+  const bool uniform = model.UniformOn(mesh);
+  // Under a uniform model only whether a device moves matters. On a mesh without axes of size
+  // 1 it does exactly when the types differ: a device's block index in a dimension is its
+  // coordinates over that dimension's axes in mixed radix, so equal placements for every
+  // device mean equal axes in equal order.
+  const bool moves = uniform && std::none_of(mesh.axes().begin(), mesh.axes().end(),
+                                             [](const MeshAxis& axis) { return axis.size == 1; })
+                         ? !(in == out)
+                         : internal::MovedDevices(mesh, in, out) > 0;
+  if (!moves) return 0;
+  if (uniform) {
     const AxisCost cost = model.Axis(mesh.axes()[0].name);
     return cost.alpha_us + cost.TransferUs(static_cast<double>(LocalBytes(mesh, in)));
   }
