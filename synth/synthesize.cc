@@ -1330,51 +1330,65 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
 // mode; nullptr ranks by total bytes (the paper's objective).
 // `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
 // devices). `known`: plans built otherwise, which compete with the valleys (moved from).
+// `incumbent`: a plan to beat (see NormalSteps); NotFound when none of the others does.
 // `left`: what the candidates' middle searches may spend.
-absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType& from,
-                                                const DistType& to, const CostModel* model,
-                                                const internal::LowerBounds& bounds,
-                                                internal::MiddleCache& classes,
-                                                std::vector<Candidate>& candidates,
-                                                absl::Span<std::vector<Step>> known,
-                                                MiddleBudget left) {
+absl::StatusOr<std::vector<Step>> NormalValleys(
+    const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
+    const internal::LowerBounds& bounds, internal::MiddleCache& classes,
+    std::vector<Candidate>& candidates, absl::Span<std::vector<Step>> known,
+    const std::vector<Step>* incumbent, MiddleBudget left) {
   if (from == to) return std::vector<Step>{};
 
   // BytesLowerBound: the sharper bound counts the merges a pending reduction needs.
   const int64_t lower_bound = internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
                                                           internal::PendingUnit(mesh, to));
+  // The best plan so far: `best`, or the incumbent when `incumbent_best` (not copied: on a
+  // mesh of thousands of devices a permute's pair list is hundreds of KiB).
   std::optional<std::vector<Step>> best;
+  bool incumbent_best = false;
   int64_t best_bytes = 0;
   double best_us = 0;
-  // `bytes` and `us` (unrounded) are TotalBytes and CostUs of `steps`.
-  // Keeps `steps` when better than `best`; whether it did.
-  auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
+  size_t best_size = 0;
+  auto have_best = [&] { return best.has_value() || incumbent_best; };
+  // Whether a plan of `size` steps, `bytes` and `us` (unrounded) is better than the best so
+  // far; if so it becomes the best's figures.
+  auto better = [&](size_t size, int64_t bytes, double us) {
     us = model == nullptr ? 0.0 : RoundCostUs(us);
-    if (best && std::make_tuple(us, bytes, steps.size()) >=
-                    std::make_tuple(best_us, best_bytes, best->size())) {
+    if (have_best() &&
+        std::make_tuple(us, bytes, size) >= std::make_tuple(best_us, best_bytes, best_size)) {
       return false;
     }
-    best = std::move(steps);
+    best_size = size;
     best_bytes = bytes;
     best_us = us;
     return true;
   };
-  // Plans found otherwise (the Shardy-style pass, an incumbent) compete, priced as chains, and
-  // bound the middle searches.
-  // (Moved, not copied: on a mesh of thousands of devices a permute's pair list is hundreds
-  // of KiB, and `known` is not read again.)
+  // `bytes` and `us` (unrounded) are TotalBytes and CostUs of `steps`.
+  // Keeps `steps` when better than `best`; whether it did.
+  auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
+    if (!better(steps.size(), bytes, us)) return false;
+    best = std::move(steps);
+    incumbent_best = false;
+    return true;
+  };
+  // Plans found otherwise (the Shardy-style pass, the incumbent) compete, priced as chains,
+  // and bound the middle searches. (Moved, not copied: `known` is not read again.)
+  auto price = [&](const std::vector<Step>& plan) {
+    if (model == nullptr) return std::make_pair(TotalBytes(mesh, from, plan), 0.0);
+    const std::optional<std::vector<Step>> chains = AsChains(mesh, from, plan, *model);
+    const std::vector<Step>& priced = chains ? *chains : plan;
+    return std::make_pair(TotalBytes(mesh, from, priced), CostUs(mesh, from, priced, *model));
+  };
   for (std::vector<Step>& plan : known) {
-    int64_t bytes = 0;
-    double us = 0;
-    if (model == nullptr) {
-      bytes = TotalBytes(mesh, from, plan);
-    } else {
-      const std::optional<std::vector<Step>> chains = AsChains(mesh, from, plan, *model);
-      const std::vector<Step>& priced = chains ? *chains : plan;
-      bytes = TotalBytes(mesh, from, priced);
-      us = CostUs(mesh, from, priced, *model);
-    }
+    const auto [bytes, us] = price(plan);
     consider(std::move(plan), bytes, us);
+  }
+  if (incumbent != nullptr) {
+    const auto [bytes, us] = price(*incumbent);
+    if (better(incumbent->size(), bytes, us)) {
+      best.reset();
+      incumbent_best = true;
+    }
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (std::optional<PricedPermute> permute = OnePermute(mesh, from, to, model)) {
@@ -1387,19 +1401,19 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
   const Candidate* winner = nullptr;  // The candidate whose valley is `best`.
   // Whether no plan can beat `best`: it meets the lower bounds of the objective.
   auto unbeatable = [&] {
-    return best && best_bytes <= lower_bound && (model == nullptr || best_us <= time_bound);
+    return have_best() && best_bytes <= lower_bound && (model == nullptr || best_us <= time_bound);
   };
   // Prices candidate `c` and keeps its valley when it is better; whether it did.
   auto try_candidate = [&](Candidate& c) {
     int64_t bytes = 0;
     double us = 0;
-    absl::StatusOr<std::vector<Step>> steps =
-        Valley(mesh, from, to, c, best ? best_bytes : std::numeric_limits<int64_t>::max(), left,
-               classes, model, best ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
+    absl::StatusOr<std::vector<Step>> steps = Valley(
+        mesh, from, to, c, have_best() ? best_bytes : std::numeric_limits<int64_t>::max(), left,
+        classes, model, have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
     return steps.ok() && consider(*std::move(steps), bytes, us);
   };
   for (Candidate& candidate : candidates) {
-    if (best && left.states <= 0) break;
+    if (have_best() && left.states <= 0) break;
     if (left.work <= 0 || unbeatable()) break;
     if (try_candidate(candidate)) winner = &candidate;
   }
@@ -1428,6 +1442,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(const Mesh& mesh, const DistType
       if (!tried) try_candidate(candidate);
     }
   }
+  if (incumbent_best) return absl::NotFoundError("no plan beats the incumbent");
   if (best) return *std::move(best);
 
   // Divisibility blocked every valley we construct: let the exhaustive search decide.
@@ -1854,7 +1869,8 @@ int64_t BytesLowerBoundOf(const Mesh& mesh, const DistType& from, const DistType
 // competes with the time-ranked candidates instead.
 // `incumbent`: a plan within the memory bound to beat (e.g. the whole-axis plan when `mesh` is
 // a refinement); it competes like the candidates and bounds their middle searches from the
-// start, so the result is never worse than it under the objective.
+// start, so the result is never worse than it under the objective; NotFound ("no plan beats
+// the incumbent") when it stays the best.
 // `known_bounds`: when not null, ComputeLowerBounds(mesh, from, to) if it holds them (they
 // are the same on every refinement of a problem, so one pass serves the next), else set to
 // them where the call computed them (a pass over the devices that the plan's metrics and a
@@ -1900,7 +1916,6 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
       known.push_back(*std::move(relabeled));
     }
   }
-  if (incumbent != nullptr) known.push_back(*incumbent);
   // Under the time objective, one pass ranking by time. (A pass ranking by bytes used to run
   // first and win when it reached the byte lower bound, or tied the time pass: on the suite,
   // 5 000 random cases under the default and a skewed model and 355 dumped plans, every plan
@@ -1913,7 +1928,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
     budget.search_work = kRefinedSearchWork;
   }
   return NormalValleys(mesh, from, to, model, bounds, classes, candidates, absl::MakeSpan(known),
-                       budget);
+                       incumbent, budget);
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
@@ -2447,10 +2462,11 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
                                                const std::vector<Step>* incumbent) {
   if (from == to) return std::vector<Step>{};
   std::optional<std::vector<Step>> normal;
-  if (absl::StatusOr<std::vector<Step>> n =
-          NormalSteps(mesh, from, to, TimeModel(options), incumbent);
-      n.ok()) {
+  absl::StatusOr<std::vector<Step>> n = NormalSteps(mesh, from, to, TimeModel(options), incumbent);
+  if (n.ok()) {
     normal = *std::move(n);
+  } else if (incumbent != nullptr && absl::IsNotFound(n.status())) {
+    normal = *incumbent;  // Nothing beat it (with an incumbent, NormalSteps' only NotFound).
   }
   return BranchAndBound(mesh, from, to, options, std::move(normal), kOptimalWork,
                         kOptimalWalkVisitWork, gave_up);

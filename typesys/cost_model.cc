@@ -97,6 +97,7 @@ void CostModel::SetAxis(std::string name, AxisCost cost) {
 }
 
 AxisCost CostModel::Axis(std::string_view name) const {
+  if (axes_.empty()) return default_;  // The default model: asked for every step priced.
   // A sub-axis (or a refined mesh's atom) `x:(m)k` uses the links of its axis x.
   name = name.substr(0, name.find(':'));
   for (const auto& [axis, c] : axes_) {
