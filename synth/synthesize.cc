@@ -355,6 +355,11 @@ int64_t TotalBytes(const Mesh& mesh, const DistType& from, const std::vector<Ste
   return total;
 }
 
+bool HasSizeOneAxis(const Mesh& mesh) {
+  return std::any_of(mesh.axes().begin(), mesh.axes().end(),
+                     [](const MeshAxis& axis) { return axis.size == 1; });
+}
+
 // Modeled µs of `op` on `in` (result `out`). A permute without pairs is priced as the pairs
 // MinimalPermute picks under `model` would be; under a uniform model that is alpha + B/bw
 // whenever any device moves, with no pass over the devices.
@@ -368,10 +373,8 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
   // 1 it does exactly when the types differ: a device's block index in a dimension is its
   // coordinates over that dimension's axes in mixed radix, so equal placements for every
   // device mean equal axes in equal order.
-  const bool moves = uniform && std::none_of(mesh.axes().begin(), mesh.axes().end(),
-                                             [](const MeshAxis& axis) { return axis.size == 1; })
-                         ? !(in == out)
-                         : internal::MovedDevices(mesh, in, out) > 0;
+  const bool moves =
+      uniform && !HasSizeOneAxis(mesh) ? !(in == out) : internal::MovedDevices(mesh, in, out) > 0;
   if (!moves) return 0;
   if (uniform) {
     const AxisCost cost = model.Axis(mesh.axes()[0].name);
@@ -490,8 +493,7 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
 // [768{x},48,4096{y},3072{w}] reduce_scatters z, moves y:(2)2 by an all_to_all and permutes
 // (507.4 ms, optimal's plan), where the search gave up and the plan moved all of y (543.6
 // ms). nullopt when the shapes agree already, neither form exists, or (with `model`) each
-// one's all_to_alls and one cheapest message of the permute's bytes already cost more than
-// `max_us` (pricing the permute takes a pass over the devices).
+// costs more than `max_us`.
 std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& in,
                                               const DistType& out, const CostModel* model,
                                               double max_us) {
@@ -502,31 +504,10 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
   std::optional<std::vector<Step>> best;
   std::tuple<double, int64_t> best_cost{max_us, std::numeric_limits<int64_t>::max()};
   auto consider = [&](std::vector<Step> steps) {
-    double us = 0;
-    int64_t bytes = 0;
-    const DistType* current = &in;
-    const DistType* permuted = nullptr;  // The permute's input, if there is one.
-    const Step* permute = nullptr;
-    for (const Step& step : steps) {
-      if (step.op.kind == CollectiveKind::kCollectivePermute) {
-        permuted = current;
-        permute = &step;
-      } else {
-        bytes += StepBytes(mesh, *current, step.op, step.type);
-        if (model != nullptr) us += StepUs(mesh, *current, step.op, step.type, *model);
-      }
-      current = &step.type;
-    }
-    if (permute != nullptr) {
-      if (model != nullptr &&
-          us + OneMessageUs(mesh, *model, LocalBytes(mesh, in)) > std::get<0>(best_cost)) {
-        return;
-      }
-      bytes += StepBytes(mesh, *permuted, permute->op, permute->type);
-      if (model != nullptr) us += StepUs(mesh, *permuted, permute->op, permute->type, *model);
-    }
-    if (std::tie(us, bytes) < best_cost) {
-      best_cost = {us, bytes};
+    const std::tuple<double, int64_t> cost{model == nullptr ? 0.0 : CostUs(mesh, in, steps, *model),
+                                           TotalBytes(mesh, in, steps)};
+    if (cost < best_cost) {
+      best_cost = cost;
       best = std::move(steps);
     }
   };
@@ -2618,6 +2599,8 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(
       RESHARD_CHECK(false) << "strategy auto reached SynthesizeWholeAxes";
   }
   // Nothing beat the incumbent: the caller holds that plan already, priced and checked.
+  // (NormalSteps says so itself when its valleys lose to it, but its fast path and
+  // OptimalSteps' search return the plan.)
   if (incumbent != nullptr && steps == *incumbent) {
     return absl::NotFoundError("no plan beats the incumbent");
   }
@@ -3174,8 +3157,7 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
   const bool ours = options.strategy == Strategy::kNormal ||
                     options.strategy == Strategy::kOptimal ||
                     options.strategy == Strategy::kDirect || options.strategy == Strategy::kAuto;
-  const bool size_one = std::any_of(mesh.axes().begin(), mesh.axes().end(),
-                                    [](const MeshAxis& axis) { return axis.size == 1; });
+  const bool size_one = HasSizeOneAxis(mesh);
   // The checks that must see the size-1 axes (CheckReshardable compares partial axes by
   // name, and pieces would need refining first: the synthesis on the stripped mesh checks the
   // rest, with messages that name no type).

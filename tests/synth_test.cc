@@ -725,10 +725,6 @@ TEST(NormalTest, ReductionSplitAroundTheMiddle) {
   EXPECT_EQ(plan.metrics.bytes_received_total, optimal.metrics.bytes_received_total);
 }
 
-// normal's plan for the case under `model` has the step kinds `expected` (unless empty),
-// stays within the bound, runs to the right data, and costs `optimal_us` (written out where
-// optimal's search would be slow under ASan) or, when that is negative, what optimal's plan
-// costs.
 // `normal`'s plan (default model) costs exactly `cost_us`, stays within the memory bound and
 // runs to the right data in the interpreter.
 void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* to_text,
@@ -745,6 +741,10 @@ void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* 
   EXPECT_TRUE(report->ok) << report->message;
 }
 
+// normal's plan for the case under `model` has the step kinds `expected` (unless empty),
+// stays within the bound, runs to the right data, and costs `optimal_us` (written out where
+// optimal's search would be slow under ASan) or, when that is negative, what optimal's plan
+// costs.
 void ExpectNormalPlan(const char* mesh_text, const char* from_text, const char* to_text,
                       const std::vector<CollectiveKind>& expected,
                       const CostModel& model = CostModel(), double optimal_us = -1) {
