@@ -72,6 +72,14 @@ constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // search needs ~11 M units).
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
 constexpr int64_t kRefinedSearchWork = int64_t{1} << 20;
+// Work units charged per device for pricing an unpaired permute exactly under a model whose
+// axes differ, in a pass that searches no middle (where every valley's middle may need one):
+// MinimalPermute and its price cost ~0.2 µs per device (~3 M instructions on 4 096 devices),
+// 256 units ~0.1 µs at the searches' ~0.4 ns per unit. On 4 096 devices the refined pass's
+// kRefinedMiddleWork then pays for 16 of them, which keeps the plans this pass improves among
+// the production-shaped cases of docs/benchmarks.md (at 512 one of them costs 164.57 instead
+// of 159.82 µs).
+constexpr int64_t kPermutePricingWork = 256;
 // Under a model whose axes differ in cost, `normal` ends with `optimal`'s branch and bound on
 // whole axes, its plan as the incumbent, within this work (about a millisecond); when the
 // search gives up, normal's plan stands. Valleys cannot express what such models reward
@@ -395,11 +403,13 @@ double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& s
 }
 
 // What the middle searches of one call may still spend (kMiddleBudget, kMiddleWork), and what
-// one of them may spend at most.
+// one of them may spend at most. Without `search`, no middle is searched: a valley's middle is
+// the single permute or ShapedMiddle's, as where a search gives up.
 struct MiddleBudget {
   int64_t states = kMiddleBudget;
   int64_t work = kMiddleWork;
   int64_t search_work = std::numeric_limits<int64_t>::max();
+  bool search = true;
 };
 
 // The time of one message of `bytes` over the cheapest link: no step that delivers them costs
@@ -407,6 +417,19 @@ struct MiddleBudget {
 double OneMessageUs(const Mesh& mesh, const CostModel& model, int64_t bytes) {
   const AxisCost fastest = model.Fastest(mesh);
   return fastest.alpha_us + fastest.TransferUs(static_cast<double>(bytes));
+}
+
+// What an unpaired permute from `in` to a type that differs costs at least under `model`: one
+// cheapest message of its local bytes. On a mesh without size-1 axes such a permute moves some
+// device, which receives its whole buffer (StepUs); else 0.
+double PermuteFloorUs(const Mesh& mesh, const CostModel& model, const DistType& in) {
+  return HasSizeOneAxis(mesh) ? 0.0 : OneMessageUs(mesh, model, LocalBytes(mesh, in));
+}
+
+// The work units charged for pricing one unpaired permute exactly (kPermutePricingWork per
+// device under a model whose axes differ, where StepUs pairs the devices; else nothing).
+int64_t PermutePricingWork(const Mesh& mesh, const CostModel* model) {
+  return model == nullptr || model->UniformOn(mesh) ? 0 : kPermutePricingWork * mesh.num_devices();
 }
 
 // TimeLowerBoundUs from precomputed bounds.
@@ -493,22 +516,54 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
 // [768{x},48,4096{y},3072{w}] reduce_scatters z, moves y:(2)2 by an all_to_all and permutes
 // (507.4 ms, optimal's plan), where the search gave up and the plan moved all of y (543.6
 // ms). nullopt when the shapes agree already, neither form exists, or (with `model`) each
-// costs more than `max_us`.
+// costs more than `max_us`. `*path` gets the chosen middle's bytes and (with `model`) each
+// step's µs. Adds to `*work` what pricing the forms' permutes exactly cost
+// (kPermutePricingWork per device each).
 std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& in,
                                               const DistType& out, const CostModel* model,
-                                              double max_us) {
+                                              double max_us, internal::MiddlePath* path,
+                                              int64_t* work) {
   if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) return std::nullopt;
   const std::vector<int64_t> in_shape = LocalShape(mesh, in);
   const std::vector<int64_t> out_shape = LocalShape(mesh, out);
   if (in_shape == out_shape) return std::nullopt;
   std::optional<std::vector<Step>> best;
   std::tuple<double, int64_t> best_cost{max_us, std::numeric_limits<int64_t>::max()};
+  // Under a model whose axes differ, pricing the permute exactly pairs the devices (a pass
+  // over them, milliseconds on thousands of devices), and a pass that searches no middle
+  // (MiddleBudget::search) asks for this middle in every valley. So a form is first bounded
+  // with its permute at PermuteFloorUs, and dropped when that cannot beat the best.
+  const int64_t pricing_work = PermutePricingWork(mesh, model);
+  auto cannot_beat = [&](const std::vector<Step>& steps) {
+    if (pricing_work == 0) return false;
+    double us = 0;
+    const DistType* current = &in;
+    for (const Step& step : steps) {
+      us += step.op.kind == CollectiveKind::kCollectivePermute
+                ? PermuteFloorUs(mesh, *model, *current)
+                : StepUs(mesh, *current, step.op, step.type, *model);
+      current = &step.type;
+    }
+    return us > std::get<0>(best_cost);
+  };
   auto consider = [&](std::vector<Step> steps) {
-    const std::tuple<double, int64_t> cost{model == nullptr ? 0.0 : CostUs(mesh, in, steps, *model),
-                                           TotalBytes(mesh, in, steps)};
+    if (cannot_beat(steps)) return;
+    *work += pricing_work;
+    std::vector<double> step_us;  // CostUs's terms, in its order.
+    double us = 0;
+    const DistType* current = &in;
+    for (size_t i = 0; model != nullptr && i < steps.size(); ++i) {
+      step_us.push_back(StepUs(mesh, *current, steps[i].op, steps[i].type, *model));
+      us += step_us.back();
+      current = &steps[i].type;
+    }
+    const std::tuple<double, int64_t> cost{us, TotalBytes(mesh, in, steps)};
     if (cost < best_cost) {
       best_cost = cost;
       best = std::move(steps);
+      path->known = true;
+      path->bytes = std::get<1>(cost);
+      path->step_us = std::move(step_us);
     }
   };
   if (std::optional<std::vector<Step>> moves = ShapeMoves(mesh, in, in_shape, out_shape)) {
@@ -671,7 +726,14 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     // where many atoms share a dimension) is skipped. Otherwise it is the search's incumbent,
     // so the search only runs while something strictly cheaper may exist, and it stands when
     // the search finds nothing cheaper or gives up.
-    std::optional<PricedPermute> permute = OnePermute(mesh, c.x, c.y, model);
+    // In a pass that searches no middle, a permute whose floor is over what is left is not
+    // priced (exactly, under a model whose axes differ: a pass pairing the devices).
+    std::optional<PricedPermute> permute;
+    if (left.search || model == nullptr ||
+        PermuteFloorUs(mesh, *model, c.x) <= options.max_cost_us) {
+      permute = OnePermute(mesh, c.x, c.y, model);
+      if (permute && !left.search) left.work -= PermutePricingWork(mesh, model);
+    }
     bool search = true;
     if (permute) {
       const bool optimal =
@@ -690,7 +752,9 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     SearchStats stats;
     internal::MiddlePath path;
     absl::StatusOr<std::vector<Step>> middle = absl::NotFoundError("not searched");
-    if (search) {
+    if (search && !left.search) {
+      middle = absl::ResourceExhaustedError("this pass searches no middle");
+    } else if (search) {
       // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
       middle = internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
     }
@@ -702,20 +766,20 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
       path.bytes = permute->bytes;
       path.step_us.assign(model != nullptr ? 1 : 0, permute->us);
     }
-    // Where the search gives up (its work or state cap), the all_to_alls and permute of
-    // ShapedMiddle. Not where it ends with NotFound: it then went through every middle within
-    // what is left, this one included. (Nor after a find: on the suite, the draws and the
+    // Where the search gives up (its work or state cap) or may not run, the all_to_alls and
+    // permute of ShapedMiddle. Not where it ends with NotFound: it then went through every middle
+    // within what is left, this one included. (Nor after a find: on the suite, the draws and the
     // production cases it never beat one. As the search's incumbent it changed ties and cost
     // +5.7 % instructions on the 3-axis suite.)
     if (absl::IsResourceExhausted(middle.status())) {
-      if (std::optional<std::vector<Step>> shaped =
-              ShapedMiddle(mesh, c.x, c.y, model, options.max_cost_us)) {
-        middle = *std::move(shaped);
-        path.known = false;
-      }
+      int64_t work = 0;
+      std::optional<std::vector<Step>> shaped =
+          ShapedMiddle(mesh, c.x, c.y, model, options.max_cost_us, &path, &work);
+      left.work -= work;
+      if (shaped) middle = *std::move(shaped);
     }
     if (!middle.ok()) return middle.status();
-    if (!path.known) {  // SearchPlan or ShapedMiddle: price the steps here.
+    if (!path.known) {  // SearchPlan: price the steps here.
       path.bytes = TotalBytes(mesh, c.x, *middle);
       path.step_us.clear();
       const DistType* current = &c.x;
@@ -1874,14 +1938,16 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   // The middle searches share their permute classes (each candidate's search would otherwise
   // enumerate the same class again).
   internal::MiddleCache classes;
-  // Under a model whose axes differ in cost, a refinement's pass (with `incumbent`) tries no
-  // valley, so runs no middle search: only its search-free plans compete (the fast path, the
-  // Shardy-style pass, gather-then-slice, the single permute). The whole-axis branch and bound
-  // (kNormalSearchWork) finds more per unit of work; on gap-survey's skewed draws the refined
-  // middle searches spent their whole budget for nothing in most 3-axis calls
-  // (docs/benchmarks.md).
-  std::vector<Candidate> candidates;
-  if (bytes_decide || incumbent == nullptr) candidates = Candidates(mesh, from, to);
+  // Under a model whose axes differ in cost, a refinement's pass (with `incumbent`) searches
+  // no middle: its valleys' middles are single permutes or ShapedMiddle's (MiddleBudget::
+  // search). The whole-axis branch and bound (kNormalSearchWork) finds more per unit of work;
+  // on gap-survey's skewed draws the refined middle searches spent their whole budget for
+  // nothing in most 3-axis calls (docs/benchmarks.md). The search-free valleys on the atoms
+  // are cheap and find what the whole axes cannot, e.g. x=4,y=8,z=2 with z slow:
+  // [3072{z},3072] -> [3072,3072{z,y}] slices x and y, moves x:(2)2 by all_to_all and
+  // permutes (53.47 µs instead of 83.29; docs/synthesis.md, "Sub-axes under a heterogeneous
+  // model").
+  std::vector<Candidate> candidates = Candidates(mesh, from, to);
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -1907,6 +1973,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   if (incumbent != nullptr) {
     budget.work = kRefinedMiddleWork;
     budget.search_work = kRefinedSearchWork;
+    budget.search = bytes_decide;
   }
   return NormalValleys(mesh, from, to, model, bounds, classes, candidates, absl::MakeSpan(known),
                        incumbent, budget);

@@ -1125,6 +1125,16 @@ TEST(NormalTest, LowerBoundPlanCompetesOnTimeUnderAHeterogeneousModel) {
                    SkewedModel(), 12.86);
 }
 
+TEST(NormalTest, SearchFreeValleysOnTheAtomsUnderAHeterogeneousModel) {
+  // z slow. On whole axes z's blocks move whole (25.90 µs). On the atoms a valley whose middle
+  // is one permute, found without a middle search, slices x:(1)2 with y, permutes and gathers
+  // x:(1)2 back over the fast axis (21.799 µs, optimal's cost).
+  ExpectNormalPlan(
+      "x=4,y=8,z=2", "f32[384{z},384]", "f32[384,384{z,y}]",
+      {CollectiveKind::kAllSlice, CollectiveKind::kCollectivePermute, CollectiveKind::kAllGather},
+      SkewedModel(), 21.799);
+}
+
 TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
   // Slicing y, gathering x and slicing [z,x] sends nothing over z; every valley ends in a
   // permute across z (20.1 µs). 1.02 µs is optimal's cost.
