@@ -1135,6 +1135,14 @@ TEST(NormalTest, SearchFreeValleysOnTheAtomsUnderAHeterogeneousModel) {
       SkewedModel(), 21.799);
 }
 
+TEST(NormalTest, FastAxesReduceScatterFirstUnderAHeterogeneousModel) {
+  // x fast, y medium, z and w slow. The descent's reduce_scatters go fastest first (x, y,
+  // then w on an eighth of the data) where `to`'s order put w first: the same steps,
+  // 54.829 µs (optimal's cost) instead of 57.133.
+  ExpectNormalPlan("x=4,y=2,z=8,w=4", "f32[192,1024] partial{x,w,y}", "f32[192{w},1024{z}]", {},
+                   *ParseCostModel("x=1:300,y=5:100,z=20:25,w=20:25"), 54.829);
+}
+
 TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
   // Slicing y, gathering x and slicing [z,x] sends nothing over z; every valley ends in a
   // permute across z (20.1 µs). 1.02 µs is optimal's cost.
