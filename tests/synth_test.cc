@@ -1143,6 +1143,16 @@ TEST(NormalTest, FastAxesReduceScatterFirstUnderAHeterogeneousModel) {
                    *ParseCostModel("x=1:300,y=5:100,z=20:25,w=20:25"), 54.829);
 }
 
+TEST(NormalTest, MiddleFirstSlicesWhereTheMiddleDoesNotReachFirst) {
+  // x fast, z and w slow. Middle first, with y sliced before the all_to_all of x (its dimension
+  // is not the middle's) and z after it (3.655 µs, optimal's cost); before, x was gathered
+  // and sliced onto dimension 0 (4.62).
+  ExpectNormalPlan(
+      "x=4,y=4,z=4,w=4", "f32[256{w},4,16,256{x}]", "f32[256{w,x},4,16{y},256{z}]",
+      {CollectiveKind::kAllSlice, CollectiveKind::kAllToAll, CollectiveKind::kAllSlice},
+      *ParseCostModel("x=1:300,y=5:100,z=20:25,w=20:25"), 3.655);
+}
+
 TEST(NormalTest, GatherOverAFastAxisThenSliceAvoidsTheSlowOne) {
   // Slicing y, gathering x and slicing [z,x] sends nothing over z; every valley ends in a
   // permute across z (20.1 µs). 1.02 µs is optimal's cost.
