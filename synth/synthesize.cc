@@ -983,30 +983,27 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
 // it onto dimension 0 (4.62). nullopt when no slice moves.
 std::optional<Candidate> LateSlicesFirst(const DistType& from, const Candidate& c) {
   Candidate out = c;
-  out.late.clear();
-  bool moved = false;
+  std::vector<bool> early(c.late.size(), false);
   for (int j = 0; j < from.rank(); ++j) {
     std::vector<std::string> x = from.dims[j].axes;  // x's axes there.
     for (const Append& a : c.descent) {
       if (a.dim == j) x.push_back(a.axis);
     }
     bool prefix = x == c.y.dims[j].axes;  // Still within the slices that come first.
-    for (const Append& a : c.late) {
+    for (size_t k = 0; k < c.late.size(); ++k) {
+      const Append& a = c.late[k];
       if (a.dim != j) continue;
-      if (prefix && !a.scatter) {
-        out.descent.push_back(a);
-        out.y.dims[j].axes.push_back(a.axis);
-        moved = true;
-      } else {
-        prefix = false;
-      }
+      prefix = prefix && !a.scatter;
+      if (!prefix) continue;
+      out.descent.push_back(a);
+      out.y.dims[j].axes.push_back(a.axis);
+      early[k] = true;
     }
   }
-  if (!moved) return std::nullopt;
-  for (const Append& a : c.late) {
-    const bool early = std::any_of(out.descent.begin() + c.descent.size(), out.descent.end(),
-                                   [&](const Append& e) { return e.axis == a.axis; });
-    if (!early) out.late.push_back(a);
+  if (std::none_of(early.begin(), early.end(), [](bool e) { return e; })) return std::nullopt;
+  out.late.clear();
+  for (size_t k = 0; k < c.late.size(); ++k) {
+    if (!early[k]) out.late.push_back(c.late[k]);
   }
   return out;
 }
