@@ -72,8 +72,9 @@ constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // search needs ~11 M units).
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
 constexpr int64_t kRefinedSearchWork = int64_t{1} << 20;
-// Work units charged per device for pricing an unpaired permute exactly under a model whose
-// axes differ, in a pass that searches no middle (where every valley's middle may need one):
+// Work units charged to the middle budget per device for each unpaired permute priced exactly
+// under a model whose axes differ: ShapedMiddle's in any pass, and a valley's single permute in
+// a pass that searches no middle (where every valley's middle is one of the two).
 // MinimalPermute and its price cost ~0.2 µs per device (~3 M instructions on 4 096 devices),
 // 256 units ~0.1 µs at the searches' ~0.4 ns per unit. On 4 096 devices the refined pass's
 // kRefinedMiddleWork then pays for 16 of them, which keeps the plans this pass improves among
@@ -402,6 +403,24 @@ double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& s
   return us;
 }
 
+// CostUs's terms: StepUs of each step of `steps` from `from`, in plan order.
+std::vector<double> StepsUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
+                            const CostModel& model) {
+  std::vector<double> us;
+  us.reserve(steps.size());
+  const DistType* current = &from;
+  for (const Step& step : steps) {
+    us.push_back(StepUs(mesh, *current, step.op, step.type, model));
+    current = &step.type;
+  }
+  return us;
+}
+
+// CostUs's sum, from per-step values in plan order (the same additions in the same order).
+void AddUs(double& us, const std::vector<double>& steps) {
+  for (double v : steps) us += v;
+}
+
 // What the middle searches of one call may still spend (kMiddleBudget, kMiddleWork), and what
 // one of them may spend at most. Without `search`, no middle is searched: a valley's middle is
 // the single permute or ShapedMiddle's, as where a search gives up.
@@ -549,13 +568,11 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
   auto consider = [&](std::vector<Step> steps) {
     if (cannot_beat(steps)) return;
     *work += pricing_work;
-    std::vector<double> step_us;  // CostUs's terms, in its order.
+    std::vector<double> step_us;
     double us = 0;
-    const DistType* current = &in;
-    for (size_t i = 0; model != nullptr && i < steps.size(); ++i) {
-      step_us.push_back(StepUs(mesh, *current, steps[i].op, steps[i].type, *model));
-      us += step_us.back();
-      current = &steps[i].type;
+    if (model != nullptr) {
+      step_us = StepsUs(mesh, in, steps, *model);
+      AddUs(us, step_us);
     }
     const std::tuple<double, int64_t> cost{us, TotalBytes(mesh, in, steps)};
     if (cost < best_cost) {
@@ -650,24 +667,22 @@ std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from
 // optimal's plan) where `to`'s order scattered w first (57.13); on gap-survey's 4-axis skewed
 // draws up to 2.6x cheaper (docs/benchmarks.md).
 std::vector<Append> FastScattersFirst(const CostModel& model, const std::vector<Append>& appends) {
+  std::vector<double> gbps;  // Per append; a slice moves nothing.
+  for (const Append& a : appends) {
+    gbps.push_back(a.scatter ? model.Axis(a.axis).gbps : std::numeric_limits<double>::infinity());
+  }
   std::vector<Append> order;
   std::vector<bool> taken(appends.size(), false);
   std::vector<int> heads;  // The dimensions whose next append has been seen, in one round.
   while (order.size() < appends.size()) {
     std::optional<size_t> best;
-    double best_gbps = 0;
     heads.clear();
     for (size_t i = 0; i < appends.size(); ++i) {
       if (taken[i] || std::find(heads.begin(), heads.end(), appends[i].dim) != heads.end()) {
         continue;
       }
       heads.push_back(appends[i].dim);
-      const double gbps = appends[i].scatter ? model.Axis(appends[i].axis).gbps
-                                             : std::numeric_limits<double>::infinity();
-      if (!best || gbps > best_gbps) {
-        best = i;
-        best_gbps = gbps;
-      }
+      if (!best || gbps[i] > gbps[*best]) best = i;
     }
     taken[*best] = true;
     order.push_back(appends[*best]);
@@ -696,28 +711,14 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
   c.up = std::move(ascent.steps());
   c.up_bytes = TotalBytes(mesh, c.y, c.up);
   if (model != nullptr) {
-    auto per_step = [&](const DistType& start, const std::vector<Step>& steps) {
-      std::vector<double> us;
-      const DistType* current = &start;
-      for (const Step& step : steps) {
-        us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
-        current = &step.type;
-      }
-      return us;
-    };
     // As chains (the gathers, scatters and reductions over several axes cost what they will
     // once split), as the plans in hand are ranked (NormalValleys).
     const DistType& start = c.x == c.y ? c.x : c.y;
     const std::optional<std::vector<Step>> down = AsChains(mesh, from, c.down, *model);
     const std::optional<std::vector<Step>> up = AsChains(mesh, start, c.up, *model);
-    c.down_us = per_step(from, down ? *down : c.down);
-    c.up_us = per_step(start, up ? *up : c.up);
+    c.down_us = StepsUs(mesh, from, down ? *down : c.down, *model);
+    c.up_us = StepsUs(mesh, start, up ? *up : c.up, *model);
   }
-}
-
-// CostUs's sum, from per-step values in plan order (the same additions in the same order).
-void AddUs(double& us, const std::vector<double>& steps) {
-  for (double v : steps) us += v;
 }
 
 // One valley through a candidate, or the status of its middle, with its total bytes and (with
@@ -820,12 +821,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     if (!middle.ok()) return middle.status();
     if (!path.known) {  // SearchPlan: price the steps here.
       path.bytes = TotalBytes(mesh, c.x, *middle);
-      path.step_us.clear();
-      const DistType* current = &c.x;
-      for (const Step& step : *middle) {
-        if (model != nullptr) path.step_us.push_back(StepUs(mesh, *current, step.op, step.type, *model));
-        current = &step.type;
-      }
+      path.step_us = model != nullptr ? StepsUs(mesh, c.x, *middle, *model) : std::vector<double>{};
     }
     bytes += path.bytes;
     if (model != nullptr) AddUs(us, path.step_us);
