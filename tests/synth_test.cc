@@ -1143,6 +1143,18 @@ TEST(NormalTest, FastAxesReduceScatterFirstUnderAHeterogeneousModel) {
                    *ParseCostModel("x=1:300,y=5:100,z=20:25,w=20:25"), 54.829);
 }
 
+TEST(NormalTest, FastReductionScatteredElsewhereGoesFirstAndMovesBack) {
+  // x fast, y medium, z and w slow. `to` puts x behind w on dimension 0, so a scatter of x
+  // there waits for w's on the whole buffer. Scattered onto dimension 1 instead, x goes first,
+  // w follows on half the data, and an all_to_all moves x back behind w: 42.267 µs (optimal's
+  // cost) instead of 45.85.
+  ExpectNormalPlan(
+      "x=2,y=4,z=8,w=2", "f32[256,128,16{y}] partial{w,x}", "f32[256{w,x},128,16]",
+      {CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll,
+       CollectiveKind::kAllGather, CollectiveKind::kAllGather},
+      *ParseCostModel("x=1:300,y=5:100,z=20:25,w=20:25"), 42.267);
+}
+
 TEST(NormalTest, MiddleFirstSlicesWhereTheMiddleDoesNotReachFirst) {
   // x fast, z and w slow. Middle first, with y sliced before the all_to_all of x (its dimension
   // is not the middle's) and z after it (3.655 µs, optimal's cost); before, x was gathered
