@@ -1449,8 +1449,14 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   // another; with the axes it slices sliced elsewhere; with the axes it gathers gathered from
   // another dimension.
   std::vector<size_t> moving;
+  std::vector<size_t> scattering;  // Without a middle, with a reduce_scatter.
   for (size_t i = 0; i < plain; ++i) {
-    if (HasMiddle(from, candidates[i])) moving.push_back(i);
+    if (HasMiddle(from, candidates[i])) {
+      moving.push_back(i);
+    } else if (std::any_of(candidates[i].descent.begin(), candidates[i].descent.end(),
+                           [](const Append& a) { return a.scatter; })) {
+      scattering.push_back(i);
+    }
   }
   std::vector<Candidate> scattered;
   for (size_t i : moving) {
@@ -1465,6 +1471,12 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
     const Append& scatter = s.descent.back();
     const int gather = DimEndingWith(s.y, scatter.axis);
     for (Candidate& c : WithHelpers(mesh, from, s, helpers, true, {{scatter.dim, gather}})) {
+      add(c.descent, c.y);
+    }
+  }
+  for (size_t i : scattering) {
+    if (helpers.empty()) break;
+    for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
       add(c.descent, c.y);
     }
   }
