@@ -1,8 +1,8 @@
 // gap-survey — how far `normal` is from `optimal` on seeded random cases, or how long `normal`
 // takes on them.
 //
-//   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--latency 1]
-//              [--strategy S]
+//   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--sums K]
+//              [--latency 1] [--strategy S]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -15,7 +15,11 @@
 // cases".
 //
 // --axes A (1-4) draws other cases instead: meshes of exactly A axes x, y, z, w of sizes 2,
-// 3, 4, 8 and at most 256 devices, ranks 1-4, dimensions 48-4096. --latency 1 times `normal`
+// 3, 4, 8 and at most 256 devices, ranks 1-4, dimensions 48-4096. --sums K (1-4) draws
+// sources that sum over at least K axes (each axis of the source summed over, split or
+// unused with equal odds, drawn again until K are summed; meshes of fewer axes are skipped),
+// the shape of a gradient's reduction, which the other draws seldom make.
+// --latency 1 times `normal`
 // (or strategy S) instead of comparing it (each case twice, the faster call counts; cases it
 // rejects as invalid are skipped) and prints the latency percentiles, the geometric mean of
 // its modeled cost (to compare two builds' plans), for `optimal` how many plans are proven,
@@ -48,8 +52,9 @@ struct RandomCase {
 
 // One random case from `seed`; empty mesh text when it has more devices than the draw allows.
 // `axes` 0: 1-3 axes of sizes 1-8, at most 64 devices, ranks 1-3 (the gap survey's draw);
-// otherwise exactly `axes` axes of sizes 2-8, at most 256 devices, ranks 1-4.
-RandomCase Draw(int64_t seed, int axes) {
+// otherwise exactly `axes` axes of sizes 2-8, at most 256 devices, ranks 1-4. `sums` > 0:
+// the source sums over at least that many axes (empty mesh text when the mesh has fewer).
+RandomCase Draw(int64_t seed, int axes, int sums) {
   const bool fixed = axes > 0;
   std::mt19937 rng(static_cast<uint32_t>(fixed ? seed * 7919 + 11 : seed * 104729 + 3));
   const std::vector<int> sizes =
@@ -68,21 +73,26 @@ RandomCase Draw(int64_t seed, int axes) {
   const int rank = 1 + static_cast<int>(rng() % (fixed ? 4 : 3));
   std::vector<int64_t> dims;
   for (int i = 0; i < rank; ++i) dims.push_back(extents[rng() % extents.size()]);
-  auto type = [&](bool allow_partial) {
+  // `min_sums` > 0: each axis summed, split or unused with equal odds, until that many sum.
+  auto type = [&](bool allow_partial, int min_sums = 0) {
     std::vector<std::vector<std::string>> dim_axes(rank);
     std::vector<std::string> partial;
     std::vector<int> order(axes);
     for (int a = 0; a < axes; ++a) order[a] = a;
-    std::shuffle(order.begin(), order.end(), rng);
-    for (int a : order) {
-      const int r = static_cast<int>(rng() % 4);
-      if (r == 0) continue;
-      if (r == 1 && allow_partial) {
-        partial.push_back(names[a]);
-      } else {
-        dim_axes[rng() % rank].push_back(names[a]);
+    do {
+      for (std::vector<std::string>& list : dim_axes) list.clear();
+      partial.clear();
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int a : order) {
+        const int r = static_cast<int>(rng() % (min_sums > 0 ? 3 : 4));
+        if (r == (min_sums > 0 ? 2 : 0)) continue;
+        if (r == 1 && allow_partial) {
+          partial.push_back(names[a]);
+        } else {
+          dim_axes[rng() % rank].push_back(names[a]);
+        }
       }
-    }
+    } while (static_cast<int>(partial.size()) < min_sums);
     std::vector<std::string> parts;
     for (int i = 0; i < rank; ++i) {
       parts.push_back(dim_axes[i].empty()
@@ -94,7 +104,8 @@ RandomCase Draw(int64_t seed, int axes) {
     return text;
   };
   RandomCase c;
-  c.from = type(true);
+  if (sums > axes) return c;
+  c.from = type(true, sums);
   c.to = type(rng() % 3 == 0);
   if (devices <= (fixed ? 256 : 64)) c.mesh = absl::StrJoin(mesh, ",");
   return c;
@@ -123,10 +134,10 @@ std::string CaseText(const RandomCase& c) {
 // Calls visit(case, parsed case, options with `model` on its mesh's axes) for each of the
 // cases drawn from seeds seed .. seed+cases-1 that parse; counts the others in `skipped`.
 template <typename Visit>
-void ForEachCase(int64_t cases, int64_t seed, int axes, const CostModel& model, int64_t& skipped,
-                 Visit visit) {
+void ForEachCase(int64_t cases, int64_t seed, int axes, int sums, const CostModel& model,
+                 int64_t& skipped, Visit visit) {
   for (int64_t s = seed; s < seed + cases; ++s) {
-    const RandomCase c = Draw(s, axes);
+    const RandomCase c = Draw(s, axes, sums);
     const std::optional<Parsed> p = Parse(c);
     if (!p) {
       ++skipped;
@@ -138,13 +149,13 @@ void ForEachCase(int64_t cases, int64_t seed, int axes, const CostModel& model, 
   }
 }
 
-int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel& model,
+int RunLatency(int64_t cases, int64_t seed, int axes, int sums, int show, const CostModel& model,
                Strategy strategy) {
   std::vector<std::pair<double, std::string>> timed;  // µs, case.
   int64_t skipped = 0, no_plan = 0, proven = 0;
   double log_cost = 0;
   int64_t costed = 0;
-  ForEachCase(cases, seed, axes, model, skipped,
+  ForEachCase(cases, seed, axes, sums, model, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 options.strategy = strategy;
                 double best_us = std::numeric_limits<double>::infinity();
@@ -199,10 +210,10 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int show, const CostModel&
   return 0;
 }
 
-int Run(int64_t cases, int64_t seed, int axes, int show, const CostModel& model) {
+int Run(int64_t cases, int64_t seed, int axes, int sums, int show, const CostModel& model) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
-  ForEachCase(cases, seed, axes, model, skipped,
+  ForEachCase(cases, seed, axes, sums, model, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 absl::StatusOr<Plan> normal = Synthesize(p.mesh, p.from, p.to, options);
                 options.strategy = Strategy::kOptimal;
@@ -250,7 +261,7 @@ int Run(int64_t cases, int64_t seed, int axes, int show, const CostModel& model)
 
 int main(int argc, char** argv) {
   int64_t cases = 5000, seed = 0;
-  int show = 10, axes = 0;
+  int show = 10, axes = 0, sums = 0;
   bool latency = false;
   reshard::CostModel model;
   reshard::Strategy strategy = reshard::Strategy::kNormal;
@@ -289,12 +300,14 @@ int main(int argc, char** argv) {
       show = static_cast<int>(std::min<int64_t>(value, 1000));
     } else if (flag == "--axes" && value >= 1 && value <= 4) {
       axes = static_cast<int>(value);
+    } else if (flag == "--sums" && value >= 1 && value <= 4) {
+      sums = static_cast<int>(value);
     } else if (flag == "--latency" && value <= 1) {
       latency = value == 1;
     } else {
       std::fprintf(stderr,
                    "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
-                   "--axis-cost, --axes 1-4, --latency 0|1, --strategy)\n",
+                   "--axis-cost, --axes 1-4, --sums 1-4, --latency 0|1, --strategy)\n",
                    argv[i], argv[i + 1]);
       return 2;
     }
@@ -302,7 +315,7 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
-                 "[--axes A] [--latency 1] [--strategy S]\n");
+                 "[--axes A] [--sums K] [--latency 1] [--strategy S]\n");
     return 2;
   }
   if (!latency && strategy != reshard::Strategy::kNormal) {
@@ -311,6 +324,6 @@ int main(int argc, char** argv) {
                  "with optimal)\n");
     return 2;
   }
-  if (latency) return reshard::RunLatency(cases, seed, axes, show, model, strategy);
-  return reshard::Run(cases, seed, axes, show, model);
+  if (latency) return reshard::RunLatency(cases, seed, axes, sums, show, model, strategy);
+  return reshard::Run(cases, seed, axes, sums, show, model);
 }

@@ -622,7 +622,7 @@ struct Candidate {
   int64_t up_bytes = 0;
   // StepUs per step of AsChains(down) and AsChains(up); filled under the time objective.
   std::vector<double> down_us, up_us;
-  // The middle is GreedyMiddle's all_to_alls, not searched (FastScattersElsewhere).
+  // The middle is GreedyMiddle's all_to_alls (loose), not searched (FastScattersElsewhere).
   bool built_middle = false;
 };
 
@@ -635,7 +635,8 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
                               bool pair_permutes = true, bool light = false);
-bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder);
+bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder, bool loose = false);
+bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b);
 
 // `steps` (from `from`) as Synthesize's last rewrite, SplitGroups, would leave them on `mesh`,
 // for ranking plans by what they will cost, without permute pairs. Ranked unsplit, plans that
@@ -741,8 +742,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
   if (model != nullptr) AddUs(us, c.down_us);
   if (c.built_middle && !(c.x == c.y)) {
     StepBuilder middle(mesh, c.x);
-    if (!GreedyMiddle(mesh, c.y, middle) ||
-        middle.steps().back().op.kind == CollectiveKind::kCollectivePermute) {
+    if (!GreedyMiddle(mesh, c.y, middle, /*loose=*/true)) {
       return absl::NotFoundError("no middle of all_to_alls");
     }
     bytes += TotalBytes(mesh, c.x, middle.steps());
@@ -1079,8 +1079,20 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
 // then w and z onto 2, and moves y to 2 (341 862 µs, optimal's plan) where w, z and y were
 // scattered onto 2 in that order (930 204 µs).
 std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& from,
-                                             const CostModel& model, const Candidate& c) {
+                                             const DistType& to, const CostModel& model,
+                                             const Candidate& c) {
   if (!c.first.empty() || !c.late.empty() || c.built_middle) return {};
+  auto gbps = [&](const Append& a) {  // As FastScattersFirst ranks them.
+    return a.scatter ? model.Axis(a.axis).gbps : std::numeric_limits<double>::infinity();
+  };
+  auto valid_bottom = [&](const std::vector<Append>& descent) {
+    DistType x = from;
+    for (const Append& a : descent) {
+      x.dims[a.dim].axes.push_back(a.axis);
+      if (a.scatter) std::erase(x.partial, a.axis);
+    }
+    return Validate(mesh, x).ok();
+  };
   std::vector<Candidate> out;
   for (int d = 0; d < from.rank(); ++d) {
     std::optional<size_t> held;  // The first scatter onto d behind a slower one.
@@ -1088,33 +1100,83 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
     for (size_t i = 0; i < c.descent.size() && !held; ++i) {
       const Append& a = c.descent[i];
       if (a.dim != d || !a.scatter) continue;
-      const double gbps = model.Axis(a.axis).gbps;
-      if (gbps > slowest) held = i;
-      slowest = std::min(slowest, gbps);
+      if (gbps(a) > slowest) held = i;
+      slowest = std::min(slowest, gbps(a));
     }
     if (!held) continue;
+    // The appends that stay (`rest`), and those that move, in `to`'s order (`tail`).
+    std::vector<Append> rest, tail;
+    for (size_t i = 0; i < c.descent.size(); ++i) {
+      (c.descent[i].dim == d && i >= *held ? tail : rest).push_back(c.descent[i]);
+    }
+    // The moved appends fastest first too, where that differs: the middle then moves them
+    // one suffix at a time (GreedyMiddle), e.g. [y,x] onto e as x, y, moved back as y, x.
+    std::vector<Append> fast = tail;
+    std::stable_sort(fast.begin(), fast.end(),
+                     [&](const Append& a, const Append& b) { return gbps(a) > gbps(b); });
     for (int e = 0; e < from.rank(); ++e) {
       if (e == d) continue;
-      Candidate moved;
-      moved.y = c.y;
-      moved.built_middle = true;
-      std::vector<Append> tail;
-      for (size_t i = 0; i < c.descent.size(); ++i) {
-        Append a = c.descent[i];
-        if (a.dim == d && i >= *held) {
-          a.dim = e;
-          tail.push_back(std::move(a));
-        } else {
-          moved.descent.push_back(std::move(a));
+      const std::vector<Append>* orders[] = {&tail, &fast};
+      for (const std::vector<Append>* order : orders) {
+        if (order == &fast && SameDescent(fast, tail)) continue;
+        std::vector<Append> moved_tail = *order;
+        for (Append& a : moved_tail) a.dim = e;
+        Candidate moved;
+        moved.y = c.y;
+        moved.built_middle = true;
+        moved.descent = rest;
+        moved.descent.insert(moved.descent.end(), moved_tail.begin(), moved_tail.end());
+        if (!valid_bottom(moved.descent)) continue;
+        // Where the ascent gathers the moved axes back from the end of d (a reduction split
+        // around the middle), they can be gathered from e instead, with no middle to move
+        // them.
+        const std::vector<std::string>& y_d = c.y.dims[d].axes;
+        const size_t kept = y_d.size() - std::min(y_d.size(), tail.size());
+        if (order == &tail && kept >= to.dims[d].axes.size() &&
+            std::equal(tail.begin(), tail.end(), y_d.begin() + static_cast<std::ptrdiff_t>(kept),
+                       y_d.end(),
+                       [](const Append& a, const std::string& axis) { return a.axis == axis; })) {
+          Candidate gathered = moved;
+          gathered.y.dims[d].axes.resize(kept);
+          for (const Append& a : tail) gathered.y.dims[e].axes.push_back(a.axis);
+          if (Validate(mesh, gathered.y).ok()) out.push_back(std::move(gathered));
         }
+        out.push_back(moved);
+        // Where e's own appends end its list in `to` (nothing gathered from e), they can also
+        // wait until after the middle, as a middle-first candidate's late appends: the moved
+        // axes then go before them on e, and e's slow reductions act on the smallest buffer.
+        // E.g. x fast, y medium, z and w slow, x=4,y=4,z=4,w=4: [4096,3072] partial{x,y,w,z}
+        // -> [4096{z,y,x},3072{w}] scatters x and y onto dimension 1 and z onto 0, moves y
+        // and x behind z by all_to_alls and scatters w last (456.03 µs, optimal's plan;
+        // 1 727.78 with every scatter in `to`'s order).
+        std::vector<Append> own;
+        for (const Append& a : rest) {
+          if (a.dim == e) own.push_back(a);
+        }
+        const std::vector<std::string>& want = to.dims[e].axes;
+        if (own.empty() || c.y.dims[e].axes != want || own.size() > want.size() ||
+            !std::equal(own.begin(), own.end(),
+                        want.end() - static_cast<std::ptrdiff_t>(own.size()),
+                        [](const Append& a, const std::string& axis) { return a.axis == axis; })) {
+          continue;
+        }
+        Candidate late;
+        late.built_middle = true;
+        late.late = own;
+        for (const Append& a : rest) {
+          if (a.dim != e) late.descent.push_back(a);
+        }
+        late.descent.insert(late.descent.end(), moved_tail.begin(), moved_tail.end());
+        late.y = c.y;
+        late.y.dims[e].axes.resize(want.size() - own.size());
+        late.y.partial.clear();
+        for (const std::string& axis : from.partial) {
+          if (ScatteredLate(own, axis) || Contains(c.y.partial, axis)) {
+            late.y.partial.push_back(axis);
+          }
+        }
+        if (valid_bottom(late.descent)) out.push_back(std::move(late));
       }
-      moved.descent.insert(moved.descent.end(), tail.begin(), tail.end());
-      DistType x = from;
-      for (const Append& a : moved.descent) {
-        x.dims[a.dim].axes.push_back(a.axis);
-        if (a.scatter) std::erase(x.partial, a.axis);
-      }
-      if (Validate(mesh, x).ok()) out.push_back(std::move(moved));
     }
   }
   return out;
@@ -1377,8 +1439,9 @@ bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b) {
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
-// skip set.
-std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to) {
+// skip set. `heterogeneous`: the model's axes differ in cost (more candidates pay there).
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
+                                  bool heterogeneous) {
   std::vector<Candidate> candidates;
   // Adds (descent, y) unless a candidate has both already.
   auto add = [&](const std::vector<Append>& descent, const DistType& y) {
@@ -1439,8 +1502,10 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
     }
   }
   // And with its all_reduce split around the middle.
+  std::vector<Candidate> split;  // Those, for the helpers (last).
   for (size_t i = 0; i < plain; ++i) {
     for (Candidate& c : WithScatteredReduction(mesh, from, to, candidates[i], false)) {
+      if (heterogeneous && !helpers.empty()) split.push_back(c);
       candidates.push_back(std::move(c));
     }
   }
@@ -1466,14 +1531,16 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
     }
   }
   // With the helpers sliced where the reduction scatters and gathered where it is gathered.
-  for (const Candidate& s : scattered) {
-    if (helpers.empty()) break;
-    const Append& scatter = s.descent.back();
-    const int gather = DimEndingWith(s.y, scatter.axis);
-    for (Candidate& c : WithHelpers(mesh, from, s, helpers, true, {{scatter.dim, gather}})) {
-      add(c.descent, c.y);
+  auto helped_where_split = [&](const std::vector<Candidate>& reductions) {
+    for (const Candidate& s : reductions) {
+      const Append& scatter = s.descent.back();
+      const int gather = DimEndingWith(s.y, scatter.axis);
+      for (Candidate& c : WithHelpers(mesh, from, s, helpers, true, {{scatter.dim, gather}})) {
+        add(c.descent, c.y);
+      }
     }
-  }
+  };
+  if (!helpers.empty()) helped_where_split(scattered);
   for (size_t i : scattering) {
     if (helpers.empty()) break;
     for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, true)) {
@@ -1514,6 +1581,13 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   if (std::optional<Candidate> c = GatherFirst(mesh, from, to)) {
     candidates.push_back(*std::move(c));
   }
+  // Under a model whose axes differ, also those without a middle, last: the fast reduction on
+  // the buffer the helpers shrink goes first (FastScattersFirst), e.g. x fast, z slow,
+  // x=8,y=8,z=4 [768,3072,4096] partial{z,x} -> [768,3072,4096{z}] slices y, scatters x onto
+  // dimension 1 and z onto 2, and gathers y and x (72.54 ms, where optimal's is 71.03) instead
+  // of scattering z and then x onto dimension 2 on the whole buffer (190.8 ms). (Under the
+  // default model they found nothing on the surveys and cost one plan 7 %.)
+  helped_where_split(split);
   return candidates;
 }
 
@@ -1660,8 +1734,9 @@ bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::str
 // The middle of a valley without search: "priority 1" moves only, i.e. all_to_alls that move
 // a suffix of one dimension to the end of another such that both dimensions stay prefixes of
 // y's (the longest such suffix first), then, if y is not reached, one permute when the local
-// shapes agree. False when neither reaches y.
-bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder) {
+// shapes agree. False when neither reaches y. `loose`: the dimension a suffix leaves need not
+// stay a prefix of y's (what is left there moves later), and no permute.
+bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder, bool loose) {
   for (int guard = 0; !(builder.current() == y) && guard < 64; ++guard) {
     const DistType& c = builder.current();
     bool moved = false;
@@ -1669,7 +1744,7 @@ bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder) {
       const std::vector<std::string>& list = c.dims[i].axes;
       for (size_t len = list.size(); len >= 1 && !moved; --len) {
         const std::vector<std::string> rest(list.begin(), list.end() - len);
-        if (!IsPrefix(rest, y.dims[i].axes)) continue;
+        if (!loose && !IsPrefix(rest, y.dims[i].axes)) continue;
         const std::vector<std::string> suffix(list.end() - len, list.end());
         for (int j = 0; j < c.rank() && !moved; ++j) {
           if (j == i) continue;
@@ -1685,7 +1760,7 @@ bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder) {
     if (!moved) break;
   }
   if (builder.current() == y) return true;
-  if (LocalShape(mesh, builder.current()) != LocalShape(mesh, y)) return false;
+  if (loose || LocalShape(mesh, builder.current()) != LocalShape(mesh, y)) return false;
   builder.Append({Step{Collective::Permute({}), y}});  // Paired once the plan is final.
   return true;
 }
@@ -2093,11 +2168,11 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   // [3072{z},3072] -> [3072,3072{z,y}] slices x and y, moves x:(2)2 by all_to_all and
   // permutes (53.47 µs instead of 83.29; docs/synthesis.md, "Sub-axes under a heterogeneous
   // model").
-  std::vector<Candidate> candidates = Candidates(mesh, from, to);
+  std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
   if (!bytes_decide) {
     const size_t plain = candidates.size();
     for (size_t i = 0; i < plain; ++i) {
-      for (Candidate& c : FastScattersElsewhere(mesh, from, *model, candidates[i])) {
+      for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
         const bool known_descent =
             std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& k) {
               return k.first.empty() && k.late.empty() && k.y == c.y &&
