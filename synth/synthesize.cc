@@ -2173,12 +2173,12 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
     const size_t plain = candidates.size();
     for (size_t i = 0; i < plain; ++i) {
       for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
-        const bool known_descent =
+        const bool known =
             std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& k) {
-              return k.first.empty() && k.late.empty() && k.y == c.y &&
-                     SameDescent(k.descent, c.descent);
+              return k.first.empty() && k.y == c.y && SameDescent(k.descent, c.descent) &&
+                     SameDescent(k.late, c.late);
             });
-        if (!known_descent) candidates.push_back(std::move(c));
+        if (!known) candidates.push_back(std::move(c));
       }
     }
   }
