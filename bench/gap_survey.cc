@@ -79,13 +79,16 @@ RandomCase Draw(int64_t seed, int axes, int sums) {
     std::vector<std::string> partial;
     std::vector<int> order(axes);
     for (int a = 0; a < axes; ++a) order[a] = a;
+    // Draw r of `kinds`: `unused` leaves the axis out, 1 sums over it, the others split.
+    const int kinds = min_sums > 0 ? 3 : 4;
+    const int unused = min_sums > 0 ? 2 : 0;
     do {
       for (std::vector<std::string>& list : dim_axes) list.clear();
       partial.clear();
       std::shuffle(order.begin(), order.end(), rng);
       for (int a : order) {
-        const int r = static_cast<int>(rng() % (min_sums > 0 ? 3 : 4));
-        if (r == (min_sums > 0 ? 2 : 0)) continue;
+        const int r = static_cast<int>(rng() % kinds);
+        if (r == unused) continue;
         if (r == 1 && allow_partial) {
           partial.push_back(names[a]);
         } else {

@@ -632,6 +632,16 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
                      [&](const Append& a) { return a.scatter && a.axis == axis; });
 }
 
+// `from` after `descent`'s appends (a candidate's x, without its all_reduce); not validated.
+DistType Bottom(const DistType& from, const std::vector<Append>& descent) {
+  DistType x = from;
+  for (const Append& a : descent) {
+    x.dims[a.dim].axes.push_back(a.axis);
+    if (a.scatter) std::erase(x.partial, a.axis);
+  }
+  return x;
+}
+
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
                               bool pair_permutes = true, bool light = false);
@@ -659,6 +669,12 @@ std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from
                      /*light=*/!model.UniformOn(mesh));
 }
 
+// The bandwidth an append moves its data at, as the descent's order ranks it: a slice moves
+// nothing (infinite), a reduce_scatter its axis's.
+double AppendGbps(const CostModel& model, const Append& a) {
+  return a.scatter ? model.Axis(a.axis).gbps : std::numeric_limits<double>::infinity();
+}
+
 // The descent's appends in the order that leaves slow axes the least to move, for a model
 // whose axes differ: each dimension keeps the order of its own appends (so the descent still
 // ends at the same type), and of the dimensions' next appends a slice goes first (it moves
@@ -671,10 +687,8 @@ std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from
 // optimal's plan) where `to`'s order scattered w first (57.13); on gap-survey's 4-axis skewed
 // draws up to 2.6x cheaper (docs/benchmarks.md).
 std::vector<Append> FastScattersFirst(const CostModel& model, const std::vector<Append>& appends) {
-  std::vector<double> gbps;  // Per append; a slice moves nothing.
-  for (const Append& a : appends) {
-    gbps.push_back(a.scatter ? model.Axis(a.axis).gbps : std::numeric_limits<double>::infinity());
-  }
+  std::vector<double> gbps;
+  for (const Append& a : appends) gbps.push_back(AppendGbps(model, a));
   std::vector<Append> order;
   std::vector<bool> taken(appends.size(), false);
   std::vector<int> heads;  // The dimensions whose next append has been seen, in one round.
@@ -1032,7 +1046,6 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
   std::vector<Candidate> out;
   for (int dim = 0; dim < from.rank(); ++dim) {
     Candidate moved = c;
-    DistType x = from;
     absl::InlinedVector<bool, 16> was_moved(moved.descent.size(), false);
     bool changed = false;
     bool joins = false;  // A moved axis lands before one the descent already puts there.
@@ -1044,10 +1057,8 @@ std::vector<Candidate> SlicesElsewhere(const Mesh& mesh, const DistType& from, c
       } else if (a.dim == dim && changed) {
         joins = true;
       }
-      x.dims[a.dim].axes.push_back(a.axis);
-      if (a.scatter) std::erase(x.partial, a.axis);
     }
-    if (!changed || !Validate(mesh, x).ok()) continue;
+    if (!changed || !Validate(mesh, Bottom(from, moved.descent)).ok()) continue;
     // Scatters only (the winner's retry): the moved reductions also after the axes already
     // on `dim`, minor to them, so that a later all_to_all can take them from its end: x=2,
     // y=3,z=2 [3072,96{y},48] partial{x,z} -> [3072{y},96{z},48] scatters x then z onto
@@ -1082,16 +1093,9 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
                                              const DistType& to, const CostModel& model,
                                              const Candidate& c) {
   if (!c.first.empty() || !c.late.empty() || c.built_middle) return {};
-  auto gbps = [&](const Append& a) {  // As FastScattersFirst ranks them.
-    return a.scatter ? model.Axis(a.axis).gbps : std::numeric_limits<double>::infinity();
-  };
+  auto gbps = [&](const Append& a) { return AppendGbps(model, a); };
   auto valid_bottom = [&](const std::vector<Append>& descent) {
-    DistType x = from;
-    for (const Append& a : descent) {
-      x.dims[a.dim].axes.push_back(a.axis);
-      if (a.scatter) std::erase(x.partial, a.axis);
-    }
-    return Validate(mesh, x).ok();
+    return Validate(mesh, Bottom(from, descent)).ok();
   };
   std::vector<Candidate> out;
   for (int d = 0; d < from.rank(); ++d) {
@@ -1259,11 +1263,7 @@ std::optional<Candidate> GatherFirst(const Mesh& mesh, const DistType& from, con
 std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& from,
                                               const DistType& to, const Candidate& c, bool others) {
   if (!c.late.empty()) return {};
-  DistType x = from;
-  for (const Append& a : c.descent) {
-    x.dims[a.dim].axes.push_back(a.axis);
-    if (a.scatter) std::erase(x.partial, a.axis);
-  }
+  const DistType x = Bottom(from, c.descent);
   const std::vector<std::string> reduce = ToReduce(mesh, x, to);
   if (reduce.empty()) return {};
   const int64_t group = mesh.GroupSize(reduce);
@@ -1436,6 +1436,12 @@ bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Append& p, const Append& q) {
     return p.axis == q.axis && p.dim == q.dim && p.scatter == q.scatter;
   });
+}
+
+// Whether two candidates describe the same valley (gathers first, descent, late appends, y).
+bool SameValley(const Candidate& a, const Candidate& b) {
+  return a.first == b.first && a.y == b.y && SameDescent(a.descent, b.descent) &&
+         SameDescent(a.late, b.late);
 }
 
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
@@ -1700,10 +1706,8 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     std::vector<Candidate> moved = SlicesElsewhere(mesh, from, *winner, /*scatters=*/true);
     for (Candidate& candidate : moved) {
       if (left.work <= 0 || unbeatable()) break;
-      const bool tried = std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-        return c.first.empty() && c.late.empty() && c.y == candidate.y &&
-               SameDescent(c.descent, candidate.descent);
-      });
+      const bool tried = std::any_of(candidates.begin(), candidates.end(),
+                                     [&](const Candidate& c) { return SameValley(c, candidate); });
       if (!tried) try_candidate(candidate);
     }
   }
@@ -2173,11 +2177,8 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
     const size_t plain = candidates.size();
     for (size_t i = 0; i < plain; ++i) {
       for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
-        const bool known =
-            std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& k) {
-              return k.first.empty() && k.y == c.y && SameDescent(k.descent, c.descent) &&
-                     SameDescent(k.late, c.late);
-            });
+        const bool known = std::any_of(candidates.begin(), candidates.end(),
+                                       [&](const Candidate& k) { return SameValley(k, c); });
         if (!known) candidates.push_back(std::move(c));
       }
     }

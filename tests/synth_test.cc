@@ -726,22 +726,6 @@ TEST(NormalTest, ReductionSplitAroundTheMiddle) {
   EXPECT_EQ(plan.metrics.bytes_received_total, optimal.metrics.bytes_received_total);
 }
 
-// `normal`'s plan (default model) costs exactly `cost_us`, stays within the memory bound and
-// runs to the right data in the interpreter.
-void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* to_text,
-                      double cost_us) {
-  Mesh mesh = M(mesh_text);
-  const DistType from = T(mesh, from_text);
-  const DistType to = T(mesh, to_text);
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->metrics.cost_us, cost_us) << Describe(*plan);
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(*plan);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
-}
-
 // `plan` on the smallest array where its types are still valid: each dimension's size cut to
 // the least common multiple of its block counts over the plan's types. The collectives move
 // the same blocks (sizes matter to them only through divisibility), so the interpreter can
@@ -754,11 +738,35 @@ Plan Shrunk(Plan plan) {
   }
   for (int i = 0; i < plan.source.rank(); ++i) {
     int64_t size = 1;
-    for (const DistType* type : types)
+    for (const DistType* type : types) {
       size = std::lcm(size, plan.mesh.GroupSize(type->dims[i].axes));
+    }
     for (DistType* type : types) type->dims[i].size = size;
   }
   return plan;
+}
+
+// `plan` (from `from` to `to` on `mesh`) stays within the memory bound and runs to the right
+// data in the interpreter; `shrunk`: on its smallest valid shape (Shrunk).
+void ExpectSound(const Mesh& mesh, const DistType& from, const DistType& to, const Plan& plan,
+                 bool shrunk = false) {
+  EXPECT_LE(plan.metrics.peak_local_bytes, Bound(mesh, from, to));
+  absl::StatusOr<RunReport> report = RunPlan(shrunk ? Shrunk(plan) : plan);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok) << report->message;
+}
+
+// `normal`'s plan (default model) costs exactly `cost_us`, stays within the memory bound and
+// runs to the right data in the interpreter.
+void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* to_text,
+                      double cost_us) {
+  Mesh mesh = M(mesh_text);
+  const DistType from = T(mesh, from_text);
+  const DistType to = T(mesh, to_text);
+  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->metrics.cost_us, cost_us) << Describe(*plan);
+  ExpectSound(mesh, from, to, *plan);
 }
 
 // normal's plan for the case under `model` costs at most `max_us`, stays within the bound, and
@@ -774,10 +782,7 @@ void ExpectLargeNormalPlan(const char* mesh_text, const char* from_text, const c
   absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_LE(plan->metrics.cost_us, max_us) << Describe(*plan);
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(Shrunk(*plan));
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
+  ExpectSound(mesh, from, to, *plan, /*shrunk=*/true);
 }
 
 // normal's plan for the case under `model` has the step kinds `expected` (unless empty),
@@ -799,10 +804,7 @@ void ExpectNormalPlan(const char* mesh_text, const char* from_text, const char* 
   if (!expected.empty()) {
     EXPECT_EQ(kinds, expected) << Describe(*plan);
   }
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(*plan);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
+  ExpectSound(mesh, from, to, *plan);
   if (optimal_us < 0) {
     options.strategy = Strategy::kOptimal;
     absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
@@ -943,10 +945,7 @@ TEST(NormalTest, MirroredShapedMiddleUnderTheBytesObjective) {
   absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->metrics.bytes_received_total, 2015232) << Describe(*plan);
-  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(mesh, from, to));
-  absl::StatusOr<RunReport> report = RunPlan(*plan);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
+  ExpectSound(mesh, from, to, *plan);
 }
 
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
