@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "synth/search.h"
 #include "synth/step_builder.h"
 #include "typesys/check.h"
@@ -30,7 +32,7 @@ bool Contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::string>& list) {
+bool IsPrefix(absl::Span<const std::string> prefix, absl::Span<const std::string> list) {
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
 
@@ -140,40 +142,50 @@ bool InPlace(const DistType& c, const DistType& to, const std::string& axis) {
 
 // The part of a type that still differs from the target, per dimension: Shardy's
 // inAxesPerDim / outAxesPerDim (the common prefix of the current and target lists removed).
-struct AxisDiff {
-  std::vector<std::vector<std::string>> in, out;
-  std::vector<std::vector<std::string>> prefix;  // The common prefix itself.
+// Views into both types: valid while neither changes (a StepBuilder's current type changes
+// with every step it applies, so callers collect what they apply first).
+class AxisDiff {
+ public:
+  using Axes = absl::Span<const std::string>;
+
+  AxisDiff(const DistType& current, const DistType& to) : current_(current), to_(to) {
+    for (int d = 0; d < current.rank(); ++d) {
+      const std::vector<std::string>& c = current.dims[d].axes;
+      const std::vector<std::string>& t = to.dims[d].axes;
+      size_t p = 0;
+      while (p < c.size() && p < t.size() && c[p] == t[p]) ++p;
+      common_.push_back(p);
+    }
+  }
+
+  Axes in(int d) const { return Axes(current_.dims[d].axes).subspan(common_[d]); }
+  Axes out(int d) const { return Axes(to_.dims[d].axes).subspan(common_[d]); }
+  Axes prefix(int d) const { return Axes(to_.dims[d].axes).first(common_[d]); }
   // The dimension and index of an atom in `out`, or {-1, -1}.
   std::pair<int, int> OutPlace(const std::string& atom) const {
-    for (size_t d = 0; d < out.size(); ++d) {
-      auto it = std::find(out[d].begin(), out[d].end(), atom);
-      if (it != out[d].end()) return {static_cast<int>(d), static_cast<int>(it - out[d].begin())};
+    for (int d = 0; d < to_.rank(); ++d) {
+      const Axes o = out(d);
+      auto it = std::find(o.begin(), o.end(), atom);
+      if (it != o.end()) return {d, static_cast<int>(it - o.begin())};
     }
     return {-1, -1};
   }
   bool Done() const {
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (!in[d].empty() || !out[d].empty()) return false;
+    for (int d = 0; d < to_.rank(); ++d) {
+      if (!in(d).empty() || !out(d).empty()) return false;
     }
     return true;
   }
+
+ private:
+  const DistType& current_;
+  const DistType& to_;
+  absl::InlinedVector<size_t, 4> common_;
 };
 
-AxisDiff DiffOf(const DistType& current, const DistType& to) {
-  AxisDiff diff;
-  for (int d = 0; d < current.rank(); ++d) {
-    const std::vector<std::string>& c = current.dims[d].axes;
-    const std::vector<std::string>& t = to.dims[d].axes;
-    size_t p = 0;
-    while (p < c.size() && p < t.size() && c[p] == t[p]) ++p;
-    diff.prefix.emplace_back(c.begin(), c.begin() + p);
-    diff.in.emplace_back(c.begin() + p, c.end());
-    diff.out.emplace_back(t.begin() + p, t.end());
-  }
-  return diff;
-}
+std::vector<std::string> ToVector(AxisDiff::Axes axes) { return {axes.begin(), axes.end()}; }
 
-// DiffOf(current, to).Done() without building the diff.
+// AxisDiff(current, to).Done() without building the diff.
 bool SameAxes(const DistType& current, const DistType& to) {
   for (int d = 0; d < current.rank(); ++d) {
     if (current.dims[d].axes != to.dims[d].axes) return false;
@@ -207,12 +219,12 @@ void ShardyReduce(const Mesh& mesh, const DistType& to, StepBuilder& b) {
 // first dimension with capacity. (Shardy's extra rule that slices a target dimension's axes
 // on the source dimension of a future all-to-all is not imitated.) True if it sliced.
 bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
-  const AxisDiff diff = DiffOf(b.current(), to);
+  const AxisDiff diff(b.current(), to);
   const int rank = to.rank();
   DistType next = b.current();
   std::vector<int64_t> capacity(rank);
   for (int d = 0; d < rank; ++d) {
-    const int64_t in = mesh.GroupSize(diff.in[d]), out = mesh.GroupSize(diff.out[d]);
+    const int64_t in = mesh.GroupSize(diff.in(d)), out = mesh.GroupSize(diff.out(d));
     capacity[d] = out / std::gcd(in, out);
   }
   std::vector<std::vector<std::string>> slicing(rank);
@@ -227,7 +239,7 @@ bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   };
   std::vector<std::string> leftover;
   for (int d = 0; d < rank; ++d) {
-    for (const std::string& atom : diff.out[d]) {
+    for (const std::string& atom : diff.out(d)) {
       if (AxisUse(next, atom) != kUnused) continue;
       if (!take(atom, d)) leftover.push_back(atom);
     }
@@ -254,8 +266,8 @@ bool ShardyShouldPermute(const Mesh& mesh, const DistType& current, const AxisDi
   std::optional<int64_t> out_size, in_size;
   const int rank = current.rank();
   for (int d = 0; d < rank; ++d) {
-    const std::vector<std::string>& in = diff.in[d];
-    const std::vector<std::string>& out = diff.out[d];
+    const AxisDiff::Axes in = diff.in(d);
+    const AxisDiff::Axes out = diff.out(d);
     if (!in.empty() && !out.empty() &&
         Divides(mesh.AxisSize(in.front()), mesh.AxisSize(out.front()))) {
       return true;
@@ -289,30 +301,32 @@ bool ShardyShouldPermute(const Mesh& mesh, const DistType& current, const AxisDi
 // dimension with capacity, to be moved by all-to-alls), and the axes to gather (put in front,
 // in their own dimension first, so they are gathered after the others move). False when the
 // refill does not match every capacity exactly (mixed prime sizes) or changes nothing.
-bool ShardyPermute(const Mesh& mesh, const DistType& to, StepBuilder& b) {
+bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilder& b) {
   const DistType& current = b.current();
-  const AxisDiff diff = DiffOf(current, to);
+  const AxisDiff diff(current, to);
   if (!ShardyShouldPermute(mesh, current, diff)) return false;
   const int rank = to.rank();
   std::vector<int64_t> capacity(rank);
-  std::vector<std::vector<std::string>> placed = diff.prefix, in(rank), available_in(rank);
+  std::vector<std::vector<std::string>> placed(rank), in(rank), available_in(rank);
   std::vector<std::string> available_out;
   for (int d = 0; d < rank; ++d) {
-    capacity[d] = mesh.GroupSize(diff.in[d]);
+    placed[d] = ToVector(diff.prefix(d));
+    capacity[d] = mesh.GroupSize(diff.in(d));
     const int64_t initial = capacity[d];
     size_t k = 0;
-    for (; k < diff.out[d].size() && capacity[d] > 1; ++k) {
-      const int64_t size = mesh.AxisSize(diff.out[d][k]);
+    const AxisDiff::Axes out = diff.out(d);
+    for (; k < out.size() && capacity[d] > 1; ++k) {
+      const int64_t size = mesh.AxisSize(out[k]);
       if (capacity[d] % size != 0) break;
       capacity[d] /= size;
-      placed[d].push_back(diff.out[d][k]);
+      placed[d].push_back(out[k]);
     }
-    available_out.insert(available_out.end(), diff.out[d].begin() + k, diff.out[d].end());
+    available_out.insert(available_out.end(), out.begin() + k, out.end());
     // Axes to gather: those that took the place of wanted axes go to the back of the list,
     // the rest to the front, so step 3 below puts the latter back where they were.
     int64_t used = initial / capacity[d];
     std::vector<std::string> gather, front;
-    for (const std::string& atom : diff.in[d]) {
+    for (const std::string& atom : diff.in(d)) {
       if (diff.OutPlace(atom).first >= 0) continue;
       const int64_t size = mesh.AxisSize(atom);
       if (used > 1 && used % size == 0) {
@@ -356,7 +370,7 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   }
   if (next == current) return false;
   RESHARD_CHECK(LocalShape(mesh, next) == LocalShape(mesh, current));
-  b.Permute(next);
+  b.Permute(next, paired);
   return true;
 }
 
@@ -368,8 +382,8 @@ bool ShardyAllToAlls(const DistType& to, bool in_order, StepBuilder& b) {
   bool moved = false;
   for (int src = 0; src < to.rank(); ++src) {
     while (true) {
-      const AxisDiff diff = DiffOf(b.current(), to);
-      const std::vector<std::string>& in = diff.in[src];
+      const AxisDiff diff(b.current(), to);
+      const AxisDiff::Axes in = diff.in(src);
       int tgt = -1;
       size_t count = 0;
       for (auto it = in.rbegin(); it != in.rend(); ++it) {
@@ -380,7 +394,7 @@ bool ShardyAllToAlls(const DistType& to, bool in_order, StepBuilder& b) {
       }
       if (tgt < 0) break;
       const std::vector<std::string> suffix(in.end() - count, in.end());
-      const std::vector<std::string>& want = diff.out[tgt];
+      const AxisDiff::Axes want = diff.out(tgt);
       if (in_order && !IsPrefix(suffix, want)) break;
       if (!b.TryApply(Collective::AllToAll(suffix, src, tgt))) break;
       moved = true;
@@ -391,43 +405,44 @@ bool ShardyAllToAlls(const DistType& to, bool in_order, StepBuilder& b) {
 
 // Shardy's all-gather: per dimension, the suffix of misplaced axes `to` does not want.
 bool ShardyGather(const DistType& to, StepBuilder& b) {
-  bool gathered = false;
-  const AxisDiff diff = DiffOf(b.current(), to);
+  std::vector<Collective> gathers;
+  const AxisDiff diff(b.current(), to);
   for (int d = 0; d < to.rank(); ++d) {
-    const std::vector<std::string>& in = diff.in[d];
+    const AxisDiff::Axes in = diff.in(d);
     size_t count = 0;
     while (count < in.size() && diff.OutPlace(in[in.size() - 1 - count]).first < 0) ++count;
-    if (count == 0) continue;
-    b.Apply(Collective::AllGather({in.end() - count, in.end()}, d));
-    gathered = true;
+    if (count > 0) gathers.push_back(Collective::AllGather({in.end() - count, in.end()}, d));
   }
-  return gathered;
+  for (Collective& gather : gathers) b.Apply(std::move(gather));
+  return !gathers.empty();
 }
 
 // ShardySteps on a mesh whose atoms are axes (`from`, `to` refined).
 std::vector<Step> ShardyStepsOnAtoms(const Mesh& mesh, const DistType& from, const DistType& to,
-                                     bool* fell_back) {
+                                     bool* fell_back, bool paired) {
   StepBuilder b(mesh, from);
   ShardyReduce(mesh, to, b);
   // Shardy runs the sequence at most twice (enough when all sizes are powers of two).
   for (int round = 0; round < 2 && !SameAxes(b.current(), to); ++round) {
     ShardySlice(mesh, to, b);
-    ShardyPermute(mesh, to, b);
+    ShardyPermute(mesh, to, paired, b);
     ShardyAllToAlls(to, /*in_order=*/true, b);
     ShardyAllToAlls(to, /*in_order=*/false, b);
     ShardyGather(to, b);
   }
-  const AxisDiff diff = DiffOf(b.current(), to);
+  const AxisDiff diff(b.current(), to);
   if (!diff.Done()) {
     // Not expressible in the rounds above (an axis that does not divide a capacity, or an
     // all-to-all the sizes forbid): gather what differs, then slice what is wanted.
     if (fell_back != nullptr) *fell_back = true;
+    std::vector<Collective> steps;
     for (int d = 0; d < to.rank(); ++d) {
-      if (!diff.in[d].empty()) b.Apply(Collective::AllGather(diff.in[d], d));
+      if (!diff.in(d).empty()) steps.push_back(Collective::AllGather(ToVector(diff.in(d)), d));
     }
     for (int d = 0; d < to.rank(); ++d) {
-      if (!diff.out[d].empty()) b.Apply(Collective::AllSlice(diff.out[d], d));
+      if (!diff.out(d).empty()) steps.push_back(Collective::AllSlice(ToVector(diff.out(d)), d));
     }
+    for (Collective& step : steps) b.Apply(std::move(step));
   }
   RESHARD_CHECK(b.current() == to) << "shardy-style reshard ended at " << ToString(b.current());
   return std::move(b.steps());
@@ -616,9 +631,9 @@ std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const Dist
   return std::move(b.steps());
 }
 
-
 absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& from,
-                                              const DistType& to, bool* fell_back) {
+                                              const DistType& to, bool* fell_back,
+                                              bool paired_permutes) {
   if (fell_back != nullptr) *fell_back = false;
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
   Plan plan;
@@ -634,7 +649,7 @@ absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& 
     plan.source = atoms->Refine(from);
     plan.target = atoms->Refine(to);
   }
-  plan.steps = ShardyStepsOnAtoms(plan.mesh, plan.source, plan.target, fell_back);
+  plan.steps = ShardyStepsOnAtoms(plan.mesh, plan.source, plan.target, fell_back, paired_permutes);
   return CoarsenPlan(mesh, std::move(plan)).steps;
 }
 

@@ -55,9 +55,12 @@ std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const Dist
 // strategy list is a CLI contract); used by reshard-bench and tests. The steps are canonical
 // on `mesh` (sub-axes where a collective acts on part of an axis) and end at
 // Canonicalize(mesh, to). Requires CheckReshardable(mesh, from, to); InvalidArgument when the
-// sub-axes `from` and `to` name do not nest (AxisRefinement::Create).
+// sub-axes `from` and `to` name do not nest (AxisRefinement::Create). `paired_permutes` false
+// leaves the permutes without source_target_pairs (for a caller that prices steps from their
+// types and pairs the plan it keeps).
 absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& from,
-                                              const DistType& to, bool* fell_back = nullptr);
+                                              const DistType& to, bool* fell_back = nullptr,
+                                              bool paired_permutes = true);
 
 }  // namespace internal
 }  // namespace reshard

@@ -43,20 +43,21 @@ class StepBuilder {
     absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
     RESHARD_CHECK(next.ok()) << ToString(op) << " on " << ToString(current_) << ": "
                              << next.status();
-    current_ = *std::move(next);
-    steps_.push_back(Step{std::move(op), current_});
+    Push(std::move(op), *std::move(next));
   }
   // Applies `op` when the rule accepts it; false (and no change) otherwise.
   bool TryApply(Collective op) {
     absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
     if (!next.ok()) return false;
-    current_ = *std::move(next);
-    steps_.push_back(Step{std::move(op), current_});
+    Push(std::move(op), *std::move(next));
     return true;
   }
-  // A minimal permute to `out`, which must have the current local shape.
-  void Permute(const DistType& out) {
-    steps_.push_back(Step{MinimalPermute(mesh_, current_, out), out});
+  // A minimal permute to `out`, which must have the current local shape; without its pairs
+  // when `paired` is false (for plans priced from their types whose pairs are filled once the
+  // plan is final, under the model that prices them: PairPermutes in synthesize.cc).
+  void Permute(const DistType& out, bool paired = true) {
+    steps_.push_back(
+        Step{paired ? MinimalPermute(mesh_, current_, out) : Collective::Permute({}), out});
     current_ = out;
   }
   void Append(const std::vector<Step>& steps) {
@@ -68,6 +69,13 @@ class StepBuilder {
   std::vector<Step>& steps() { return steps_; }
 
  private:
+  // The step takes the new type; current_ copies it by assignment, which reuses the buffers
+  // of the type it held (a fresh copy would allocate every list again).
+  void Push(Collective op, DistType next) {
+    steps_.push_back(Step{std::move(op), std::move(next)});
+    current_ = steps_.back().type;
+  }
+
   const Mesh& mesh_;
   DistType current_;
   std::vector<Step> steps_;

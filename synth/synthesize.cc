@@ -750,7 +750,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
                                          const CostModel* model, double budget_us,
                                          int64_t& bytes, double& us) {
   Prepare(mesh, from, to, model, c);
-  std::vector<Step> steps = c.down;
+  std::vector<Step> middle_steps;  // Joined with c.down and c.up once the valley is complete.
   bytes = c.down_bytes;
   us = 0;
   if (model != nullptr) AddUs(us, c.down_us);
@@ -761,7 +761,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     }
     bytes += TotalBytes(mesh, c.x, middle.steps());
     if (model != nullptr) AddUs(us, StepsUs(mesh, c.x, middle.steps(), *model));
-    steps.insert(steps.end(), middle.steps().begin(), middle.steps().end());
+    middle_steps = std::move(middle.steps());
   } else if (!(c.x == c.y)) {
     SearchOptions options;
     options.max_local_bytes = LocalBytes(mesh, c.x);
@@ -851,11 +851,15 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     }
     bytes += path.bytes;
     if (model != nullptr) AddUs(us, path.step_us);
-    steps.insert(steps.end(), std::make_move_iterator(middle->begin()),
-                 std::make_move_iterator(middle->end()));
+    middle_steps = *std::move(middle);
   }
   bytes += c.up_bytes;
   if (model != nullptr) AddUs(us, c.up_us);
+  std::vector<Step> steps;
+  steps.reserve(c.down.size() + middle_steps.size() + c.up.size());
+  steps.insert(steps.end(), c.down.begin(), c.down.end());
+  steps.insert(steps.end(), std::make_move_iterator(middle_steps.begin()),
+               std::make_move_iterator(middle_steps.end()));
   steps.insert(steps.end(), c.up.begin(), c.up.end());
   return steps;
 }
@@ -2075,7 +2079,8 @@ std::optional<std::vector<Step>> ShardyCandidate(const Mesh& mesh, const DistTyp
                                                  const DistType& to) {
   if (!HasPrimeAxes(mesh)) return std::nullopt;
   bool fell_back = false;
-  absl::StatusOr<std::vector<Step>> steps = internal::ShardySteps(mesh, from, to, &fell_back);
+  absl::StatusOr<std::vector<Step>> steps =
+      internal::ShardySteps(mesh, from, to, &fell_back, /*paired_permutes=*/false);
   if (!steps.ok() || fell_back || HasSubAxes(mesh, from, *steps)) return std::nullopt;
   const int64_t bound = MemoryBoundBytes(mesh, from, to);
   for (const Step& step : *steps) {
@@ -2900,13 +2905,13 @@ absl::StatusOr<Plan> SynthesizeWholeAxes(
     case Strategy::kAuto:  // Composed of the two in SynthesizeUnchecked.
       RESHARD_CHECK(false) << "strategy auto reached SynthesizeWholeAxes";
   }
+  PairPermutes(mesh, from, options.cost_model, steps);
   // Nothing beat the incumbent: the caller holds that plan already, priced and checked.
-  // (NormalSteps says so itself when its valleys lose to it, but its fast path and
-  // OptimalSteps' search return the plan.)
+  // (NormalSteps says so itself when its valleys lose to it, but its fast path, a plan in
+  // hand that ties it, and OptimalSteps' search return the plan, paired only now.)
   if (incumbent != nullptr && steps == *incumbent) {
     return absl::NotFoundError("no plan beats the incumbent");
   }
-  PairPermutes(mesh, from, options.cost_model, steps);
   // The target prints as the caller wrote it (partial order is not significant).
   if (!steps.empty()) {
     RESHARD_CHECK(steps.back().type == to) << ToString(steps.back().type) << " != " << ToString(to);
