@@ -72,6 +72,16 @@ constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // search needs ~11 M units).
 constexpr int64_t kRefinedMiddleWork = int64_t{1} << 24;
 constexpr int64_t kRefinedSearchWork = int64_t{1} << 20;
+// On meshes of more devices than this each middle search of the whole-axis pass gets the same
+// cap, kRefinedSearchWork. Every state's heuristic walks the devices (one unit each), so from
+// here on the cap binds before kMiddleStates does, and one search that runs to the shared
+// kMiddleWork leaves nothing to the candidates after it. On random meshes of 4-8 axes
+// (docs/benchmarks.md, "Latency cliffs"): beyond 4 096 devices the cap made 17 of 320 plans
+// cheaper (one 8.2x) and 2 costlier (worst 1.63x), and took the p90 from 116-157 ms to
+// 29-42 ms; on 257-4 096 devices 9 of 480 cheaper and 2 costlier (worst 1.14x), p99 37 ->
+// 12 ms. On 256 devices and fewer it is left off: there it changed plans both ways (suite
+// case 60, a=4,b=4,c=4,d=4, 1.66x costlier under a skewed model).
+constexpr int64_t kCappedSearchDevices = 256;
 // Work units charged to the middle budget per device for each unpaired permute priced exactly
 // under a model whose axes differ: ShapedMiddle's in any pass, and a valley's single permute in
 // a pass that searches no middle (where every valley's middle is one of the two).
@@ -2214,6 +2224,8 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
     budget.work = kRefinedMiddleWork;
     budget.search_work = kRefinedSearchWork;
     budget.search = bytes_decide;
+  } else if (mesh.num_devices() > kCappedSearchDevices) {
+    budget.search_work = kRefinedSearchWork;
   }
   return NormalValleys(mesh, from, to, model, bounds, classes, candidates, absl::MakeSpan(known),
                        incumbent, budget);

@@ -1230,6 +1230,15 @@ TEST(NormalTest, FastReductionsMovedBackThenTheSlowOneLate) {
                         "f32[4096{z,y,x},3072{w}]", SkewedModel4(), 456.03);
 }
 
+TEST(NormalTest, LargeMeshMiddleSearchesAreCappedEach) {
+  // 2 048 devices. Uncapped, the whole-axis pass's first middle searches spent the call's
+  // middle budget (~60 ms) and the plan kept a 53.59 µs valley; with kRefinedSearchWork per
+  // search the later candidates get their turn: slice d, scatter a, move c's atoms by two
+  // all_to_alls, permute, gather a (35.486 µs, in under a millisecond).
+  ExpectLargeNormalPlan("a=2,b=2,c=4,d=2,e=16,f=2,g=2", "bf16[32768{b,f,g},8192{e,c}] partial{a}",
+                        "bf16[32768{b,d,e,f},8192{g,c}]", CostModel(), 35.486);
+}
+
 TEST(NormalTest, MiddleFirstSlicesWhereTheMiddleDoesNotReachFirst) {
   // x fast, z and w slow. Middle first, with y sliced before the all_to_all of x (its dimension
   // is not the middle's) and z after it (3.655 µs, optimal's cost); before, x was gathered
