@@ -1487,9 +1487,9 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
   index.emplace(from_.Key(), 0);
   queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
-  if (SourceCannotBeatIncumbent(options_, nodes[0].h)) {
+  if (SourceOutOfBounds(options_, nodes[0].h)) {
     return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_text_), " to ",
-                                            ToString(to_text_), " is cheaper than the one held"));
+                                            ToString(to_text_), SourceOutOfBoundsReason(options_)));
   }
   std::vector<Edge> edges;
   while (!queue.empty()) {

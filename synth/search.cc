@@ -626,9 +626,9 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   index.emplace(TypeKey(from_), 0);
   queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
-  if (internal::SourceCannotBeatIncumbent(options_, nodes[0].h)) {
+  if (internal::SourceOutOfBounds(options_, nodes[0].h)) {
     return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ", ToString(to_),
-                                            " is cheaper than the one held"));
+                                            internal::SourceOutOfBoundsReason(options_)));
   }
   int64_t& settled = settled_;
   while (!queue.empty()) {

@@ -116,9 +116,13 @@ bool WithinSearchBounds(const SearchOptions& options, double us, int64_t cost, d
   return CanBeatIncumbent(options, total_us, bytes);
 }
 
-bool SourceCannotBeatIncumbent(const SearchOptions& options, const RestBound& source) {
-  return options.incumbent.has_value() &&
-         !WithinSearchBounds(options, 0, 0, source.us, source.bytes_floor);
+bool SourceOutOfBounds(const SearchOptions& options, const RestBound& source) {
+  return !WithinSearchBounds(options, 0, 0, source.us, source.bytes_floor);
+}
+
+const char* SourceOutOfBoundsReason(const SearchOptions& options) {
+  return options.incumbent ? " is cheaper than the one held"
+                           : " fits the cost bound (the source's lower bound is above it)";
 }
 
 bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,

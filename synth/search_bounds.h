@@ -123,13 +123,19 @@ double SliceTransferUs(double gbps, int64_t lacking, int64_t element_bytes,
 bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes);
 
 // Whether the search from a source whose rest bounds are `source` can end before its first
-// expansion: options has an incumbent, and no path, all of which start at the source, can
-// beat it or stay within max_cost / max_cost_us (WithinSearchBounds at cost 0). The queue's
-// own check cannot see this: it uses the queue's byte key, which is 0 in time mode, so at the
-// source it would explore every path as fast as the incumbent, looking for fewer bytes than
-// the byte floor allows (e.g. an incumbent that is one permute moving only what devices lack,
-// at one alpha).
-bool SourceCannotBeatIncumbent(const SearchOptions& options, const RestBound& source);
+// expansion: no path, all of which start at the source, can stay within max_cost /
+// max_cost_us and beat options.incumbent when there is one (WithinSearchBounds at cost 0).
+// The queue's own checks cannot see this. Without an incumbent the source is queued whatever
+// its bound, and its expansion generates every neighbour only to drop each one (the bound is
+// consistent: none can come in under the source's); `normal`'s middle searches, whose budget
+// is what the best valley so far leaves, mostly end that way (docs/synthesis.md, "The
+// middle"). With an incumbent the
+// queue's check uses the queue's byte key, which is 0 in time mode, so at the source it would
+// explore every path as fast as the incumbent, looking for fewer bytes than the byte floor
+// allows (e.g. an incumbent that is one permute moving only what devices lack, at one alpha).
+bool SourceOutOfBounds(const SearchOptions& options, const RestBound& source);
+// How the NotFound of a search that SourceOutOfBounds ends continues "no plan from X to Y".
+const char* SourceOutOfBoundsReason(const SearchOptions& options);
 
 // Branch and bound: whether a path of cost (us, cost) so far, whose rest costs at least
 // (rest_us, bytes_floor), can still stay within options.max_cost and max_cost_us and beat the

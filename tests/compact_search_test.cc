@@ -401,6 +401,48 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
   ExpectOutcomes(codes, 1500, 100, 100);
 }
 
+// A middle search whose cost budget is below its source's own bound ends before expanding the
+// source, on DistTypes and on compact types alike: NotFound naming the bound, nothing settled.
+// With the budget at the optimum's cost both find it.
+TEST(MiddleSearch, EndsAtTheSourceBelowItsBound) {
+  const Mesh mesh = M("x=2,y=2,z=4");
+  const DistType x = test::T(mesh, "f32[64{x},64{y},64{z}]");
+  const DistType y = test::T(mesh, "f32[64{z},64{x},64{y}]");
+  CostModel model;
+  SearchOptions options = MiddleOptions(mesh, x);
+  options.cost_model = &model;
+  internal::MiddleCache first;
+  internal::MiddlePath path;
+  absl::StatusOr<std::vector<Step>> best =
+      internal::MiddleSearch(mesh, x, y, options, first, nullptr, &path);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_TRUE(path.known);
+  double us = 0;
+  for (double step : path.step_us) us += step;
+  ASSERT_GT(us, 10.0);  // Two steps at least (the local shapes differ): two alphas.
+  for (const double budget : {1.0, us + 1e-9 * us}) {
+    options.max_cost_us = budget;
+    SearchStats want_stats, got_stats;
+    absl::StatusOr<std::vector<Step>> want =
+        internal::SearchPlanOnDistTypes(mesh, x, y, options, &want_stats);
+    internal::MiddleCache cache;
+    absl::StatusOr<std::vector<Step>> got =
+        internal::MiddleSearch(mesh, x, y, options, cache, &got_stats);
+    ASSERT_EQ(want.status(), got.status()) << budget;
+    ExpectSameStats(want_stats, got_stats, absl::StrCat(budget));
+    if (budget < us) {
+      EXPECT_TRUE(absl::IsNotFound(got.status())) << got.status();
+      EXPECT_NE(got.status().message().find("source's lower bound"), absl::string_view::npos)
+          << got.status();
+      EXPECT_EQ(got_stats.states_settled, 0);
+    } else {
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, *best);
+      EXPECT_GT(got_stats.states_settled, 0);
+    }
+  }
+}
+
 // Branch and bound prunes nothing within its bounds (what makes skipping whole permute classes,
 // internal::PermuteClassOutOfBounds, and the heuristic's pruning sound): with max_cost and
 // max_cost_us set to an optimum's own cost the search returns a plan of that cost, and just
