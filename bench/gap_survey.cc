@@ -2,7 +2,7 @@
 // takes on them.
 //
 //   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--sums K]
-//              [--latency 1] [--strategy S]
+//              [--devices D] [--latency 1] [--strategy S]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -14,8 +14,9 @@
 // the same arguments print the same report. docs/benchmarks.md, "Gap to optimal on random
 // cases".
 //
-// --axes A (1-4) draws other cases instead: meshes of exactly A axes x, y, z, w of sizes 2,
-// 3, 4, 8 and at most 256 devices, ranks 1-4, dimensions 48-4096. --sums K (1-4) draws
+// --axes A (1-8) draws other cases instead: meshes of exactly A axes x, y, z, w, u, v, s, t
+// of sizes 2, 3, 4, 8 and at most 256 devices (--devices D: at most D), ranks 1-4,
+// dimensions 48-4096. --sums K (1-4) draws
 // sources that sum over at least K axes (each axis of the source summed over, split or
 // unused with equal odds, drawn again until K are summed; meshes of fewer axes are skipped),
 // the shape of a gradient's reduction, which the other draws seldom make.
@@ -50,18 +51,27 @@ struct RandomCase {
   std::string mesh, from, to;
 };
 
-// One random case from `seed`; empty mesh text when it has more devices than the draw allows.
-// `axes` 0: 1-3 axes of sizes 1-8, at most 64 devices, ranks 1-3 (the gap survey's draw);
-// otherwise exactly `axes` axes of sizes 2-8, at most 256 devices, ranks 1-4. `sums` > 0:
-// the source sums over at least that many axes (empty mesh text when the mesh has fewer).
-RandomCase Draw(int64_t seed, int axes, int sums) {
+// What to draw. `axes` 0: 1-3 axes of sizes 1-8, at most 64 devices, ranks 1-3 (the gap
+// survey's draw); otherwise exactly `axes` axes of sizes 2-8, at most `max_devices` (0: 256)
+// devices, ranks 1-4. `sums` > 0: the source sums over at least that many axes.
+struct DrawSpec {
+  int axes = 0;
+  int sums = 0;
+  int64_t max_devices = 0;
+};
+
+// One random case from `seed`; empty mesh text when it has more devices than the draw allows
+// or fewer axes than `spec.sums`.
+RandomCase Draw(int64_t seed, const DrawSpec& spec) {
+  int axes = spec.axes;
+  const int sums = spec.sums;
   const bool fixed = axes > 0;
   std::mt19937 rng(static_cast<uint32_t>(fixed ? seed * 7919 + 11 : seed * 104729 + 3));
   const std::vector<int> sizes =
       fixed ? std::vector<int>{2, 2, 3, 4, 4, 8} : std::vector<int>{1, 2, 2, 3, 4, 4, 8};
   const std::vector<int64_t> extents = fixed ? std::vector<int64_t>{48, 96, 192, 768, 3072, 4096}
                                              : std::vector<int64_t>{48, 96, 192, 768, 3072};
-  const char* names[] = {"x", "y", "z", "w"};
+  const char* names[] = {"x", "y", "z", "w", "u", "v", "s", "t"};
   if (!fixed) axes = 1 + static_cast<int>(rng() % 3);
   std::vector<std::string> mesh;
   int64_t devices = 1;
@@ -110,7 +120,9 @@ RandomCase Draw(int64_t seed, int axes, int sums) {
   if (sums > axes) return c;
   c.from = type(true, sums);
   c.to = type(rng() % 3 == 0);
-  if (devices <= (fixed ? 256 : 64)) c.mesh = absl::StrJoin(mesh, ",");
+  if (devices <= (!fixed ? 64 : spec.max_devices > 0 ? spec.max_devices : 256)) {
+    c.mesh = absl::StrJoin(mesh, ",");
+  }
   return c;
 }
 
@@ -137,10 +149,10 @@ std::string CaseText(const RandomCase& c) {
 // Calls visit(case, parsed case, options with `model` on its mesh's axes) for each of the
 // cases drawn from seeds seed .. seed+cases-1 that parse; counts the others in `skipped`.
 template <typename Visit>
-void ForEachCase(int64_t cases, int64_t seed, int axes, int sums, const CostModel& model,
+void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const CostModel& model,
                  int64_t& skipped, Visit visit) {
   for (int64_t s = seed; s < seed + cases; ++s) {
-    const RandomCase c = Draw(s, axes, sums);
+    const RandomCase c = Draw(s, spec);
     const std::optional<Parsed> p = Parse(c);
     if (!p) {
       ++skipped;
@@ -152,13 +164,13 @@ void ForEachCase(int64_t cases, int64_t seed, int axes, int sums, const CostMode
   }
 }
 
-int RunLatency(int64_t cases, int64_t seed, int axes, int sums, int show, const CostModel& model,
+int RunLatency(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const CostModel& model,
                Strategy strategy) {
   std::vector<std::pair<double, std::string>> timed;  // µs, case.
   int64_t skipped = 0, no_plan = 0, proven = 0;
   double log_cost = 0;
   int64_t costed = 0;
-  ForEachCase(cases, seed, axes, sums, model, skipped,
+  ForEachCase(cases, seed, spec, model, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 options.strategy = strategy;
                 double best_us = std::numeric_limits<double>::infinity();
@@ -213,10 +225,10 @@ int RunLatency(int64_t cases, int64_t seed, int axes, int sums, int show, const 
   return 0;
 }
 
-int Run(int64_t cases, int64_t seed, int axes, int sums, int show, const CostModel& model) {
+int Run(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const CostModel& model) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
-  ForEachCase(cases, seed, axes, sums, model, skipped,
+  ForEachCase(cases, seed, spec, model, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 absl::StatusOr<Plan> normal = Synthesize(p.mesh, p.from, p.to, options);
                 options.strategy = Strategy::kOptimal;
@@ -264,7 +276,8 @@ int Run(int64_t cases, int64_t seed, int axes, int sums, int show, const CostMod
 
 int main(int argc, char** argv) {
   int64_t cases = 5000, seed = 0;
-  int show = 10, axes = 0, sums = 0;
+  int show = 10;
+  reshard::DrawSpec spec;
   bool latency = false;
   reshard::CostModel model;
   reshard::Strategy strategy = reshard::Strategy::kNormal;
@@ -301,16 +314,19 @@ int main(int argc, char** argv) {
       seed = value;
     } else if (flag == "--show") {
       show = static_cast<int>(std::min<int64_t>(value, 1000));
-    } else if (flag == "--axes" && value >= 1 && value <= 4) {
-      axes = static_cast<int>(value);
+    } else if (flag == "--axes" && value >= 1 && value <= 8) {
+      spec.axes = static_cast<int>(value);
     } else if (flag == "--sums" && value >= 1 && value <= 4) {
-      sums = static_cast<int>(value);
+      spec.sums = static_cast<int>(value);
+    } else if (flag == "--devices" && value >= 1) {
+      spec.max_devices = value;
     } else if (flag == "--latency" && value <= 1) {
       latency = value == 1;
     } else {
       std::fprintf(stderr,
                    "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
-                   "--axis-cost, --axes 1-4, --sums 1-4, --latency 0|1, --strategy)\n",
+                   "--axis-cost, --axes 1-8, --sums 1-4, --devices D, --latency 0|1, "
+                   "--strategy)\n",
                    argv[i], argv[i + 1]);
       return 2;
     }
@@ -318,7 +334,7 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
-                 "[--axes A] [--sums K] [--latency 1] [--strategy S]\n");
+                 "[--axes A] [--sums K] [--devices D] [--latency 1] [--strategy S]\n");
     return 2;
   }
   if (!latency && strategy != reshard::Strategy::kNormal) {
@@ -327,6 +343,10 @@ int main(int argc, char** argv) {
                  "with optimal)\n");
     return 2;
   }
-  if (latency) return reshard::RunLatency(cases, seed, axes, sums, show, model, strategy);
-  return reshard::Run(cases, seed, axes, sums, show, model);
+  if (spec.max_devices > 0 && spec.axes == 0) {
+    std::fprintf(stderr, "gap-survey: --devices needs --axes (the default draw keeps 64)\n");
+    return 2;
+  }
+  if (latency) return reshard::RunLatency(cases, seed, spec, show, model, strategy);
+  return reshard::Run(cases, seed, spec, show, model);
 }
