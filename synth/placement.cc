@@ -1062,14 +1062,17 @@ double MiddleGrowthBound::Order(int64_t pieces, bool same_axes, int64_t unsettle
   return std::min(with_permute, (*this)(std::max(pieces, unsettled)));
 }
 
-double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
-                       const DistType& to) {
-  const double fastest = model.Fastest(mesh).alpha_us;
-  const std::vector<int64_t> from_local = LocalShape(mesh, from);
-  const std::vector<int64_t> to_local = LocalShape(mesh, to);
+namespace {
+
+// Whether every plan from `from` to `to` (local shapes `from_local`, `to_local`) must cross
+// `axis` of `mesh` (of size >= 2): see CrossingAlphaUs.
+bool MustCross(const Mesh& mesh, const DistType& from, const DistType& to,
+               const std::vector<int64_t>& from_local, const std::vector<int64_t>& to_local,
+               const std::string& axis) {
+  if (Contains(from.partial, axis) && !Contains(to.partial, axis)) return true;
   // The stride of `axis` in dimension i of `type` (local size `local` there): `local` times
   // the sizes of the axes after it; 0 when it is not there.
-  auto stride_of = [&](const std::string& axis, const DistType& type, int i, int64_t local) {
+  auto stride_of = [&](const DistType& type, int i, int64_t local) {
     const std::vector<std::string>& axes = type.dims[i].axes;
     for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
       if (*at == axis) return local;
@@ -1077,19 +1080,44 @@ double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType&
     }
     return int64_t{0};
   };
+  for (int i = 0; i < from.rank(); ++i) {
+    if (const int64_t w_a = stride_of(from, i, from_local[i]); w_a != 0) {
+      return NeedsOtherSlices(w_a, stride_of(to, i, to_local[i]));
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                       const DistType& to) {
+  const double fastest = model.Fastest(mesh).alpha_us;
+  const std::vector<int64_t> from_local = LocalShape(mesh, from);
+  const std::vector<int64_t> to_local = LocalShape(mesh, to);
   double crossing = 0;
   for (const MeshAxis& axis : mesh.axes()) {
     const double alpha = model.Axis(axis.name).alpha_us;
     if (axis.size < 2 || alpha <= std::max(fastest, crossing)) continue;
-    bool must = Contains(from.partial, axis.name) && !Contains(to.partial, axis.name);
-    for (int i = 0; i < from.rank() && !must; ++i) {
-      if (const int64_t w_a = stride_of(axis.name, from, i, from_local[i]); w_a != 0) {
-        must = NeedsOtherSlices(w_a, stride_of(axis.name, to, i, to_local[i]));
-      }
-    }
-    if (must) crossing = alpha;
+    if (MustCross(mesh, from, to, from_local, to_local, axis.name)) crossing = alpha;
   }
   return crossing;
+}
+
+std::optional<AxisCost> ForcedPermuteLink(const Mesh& mesh, const CostModel& model,
+                                          const DistType& in, const DistType& out) {
+  const std::vector<int64_t> in_local = LocalShape(mesh, in);
+  std::optional<AxisCost> all, must;
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (axis.size < 2) continue;
+    const AxisCost cost = model.Axis(axis.name);
+    all = all ? Slower(*all, cost) : cost;
+    if (MustCross(mesh, in, out, in_local, in_local, axis.name)) {
+      must = must ? Slower(*must, cost) : cost;
+    }
+  }
+  if (must && *must == *all) return must;
+  return std::nullopt;
 }
 
 }  // namespace internal

@@ -17,6 +17,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -322,6 +323,15 @@ inline bool NeedsOtherSlices(int64_t w_a, int64_t w_a_in_to) { return w_a != w_a
 // latency bound of TimeBoundUs built on it consistent. Valid types of one shape.
 double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                        const DistType& to);
+
+// The link a permute from `in` to `out` (valid types of one local shape and partial axes) is
+// priced at whatever its pairs, when that follows from the types: the axes every pairing must
+// cross (those CrossingAlphaUs counts) are, together (Slower), as slow as all axes of size
+// >= 2, which bound whatever a pairing crosses. StepCostUs prices a permute at the Slower of
+// the links its pairs cross, so then it costs this link's alpha plus its local bytes over the
+// link's bandwidth, exactly as MinimalPermute's pairs would be priced. nullopt otherwise.
+std::optional<AxisCost> ForcedPermuteLink(const Mesh& mesh, const CostModel& model,
+                                          const DistType& in, const DistType& out);
 
 }  // namespace reshard::internal
 

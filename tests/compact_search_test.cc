@@ -836,6 +836,59 @@ TEST(CrossingAlpha, CountsTheSlowestAxisEveryPlanCrosses) {
                    20 + model.Axis("z").TransferUs(16 * 64 * 4 / 4));
 }
 
+// A permute's link read off its types (internal::ForcedPermuteLink, what StepUs prices
+// unpaired permutes with under models whose axes differ) is exactly the price of
+// MinimalPermute's pairs whenever it is given, on random permutes of random meshes under
+// skewed models; and it is given often enough for the check to mean something.
+TEST(ForcedPermuteLink, EqualsThePairedPrice) {
+  std::mt19937 rng(23);
+  const char* meshes[] = {"x=2,y=2,z=2",     "x=2,y=4,z=4", "x=4,y=2,z=8",
+                          "a=2,b=2,c=2,d=2", "x=3,y=2,z=4", "a=4,b=2,c=2,d=4"};
+  const char* models[] = {"x=1:300,y=5:100,z=20:25,a=1:300,b=5:100,c=20:25,d=20:25",
+                          "x=20:25,y=1:300,z=5:100,a=5:100,b=20:25,c=1:300,d=1:300",
+                          "x=1:300,y=20:300,z=5:25,a=1:25,b=20:300,c=5:100,d=1:300"};
+  const int64_t sizes[] = {8, 16, 24, 48, 64};
+  int given = 0, priced = 0;
+  for (int iter = 0; iter < 3000 && priced < 600; ++iter) {
+    const Mesh mesh = M(meshes[rng() % std::size(meshes)]);
+    const CostModel model = ParseCostModel(models[rng() % std::size(models)])->OnAxesOf(mesh);
+    const std::vector<int64_t> dims = RandomDims(rng, 3, sizes);
+    std::optional<DistType> in = RandomType(rng, mesh, dims, rng() % 3 == 0, nullptr);
+    if (!in) continue;
+    // `in` with up to three swaps of equal-size axes, between two places it splits or with
+    // an axis it leaves replicated: the same local shape and partial axes.
+    DistType out = *in;
+    for (int swap = 1 + static_cast<int>(rng() % 3); swap > 0; --swap) {
+      std::vector<std::string*> places;
+      for (Dim& dim : out.dims) {
+        for (std::string& axis : dim.axes) places.push_back(&axis);
+      }
+      if (places.empty()) break;
+      std::string* a = places[rng() % places.size()];
+      const MeshAxis& b = mesh.axes()[rng() % mesh.num_axes()];
+      if (b.size != mesh.AxisSize(*a) || AxisUse(out, b.name) == kPartial) continue;
+      const std::string old = *a;
+      for (std::string* place : places) {
+        if (*place == b.name) *place = old;
+      }
+      *a = b.name;
+    }
+    if (out == *in || !Validate(mesh, out).ok()) continue;
+    ++priced;
+    const double paired = model.StepCostUs(mesh, *in, MinimalPermute(mesh, *in, out, &model));
+    if (std::optional<AxisCost> link = internal::ForcedPermuteLink(mesh, model, *in, out)) {
+      ++given;
+      EXPECT_EQ(link->alpha_us + link->TransferUs(static_cast<double>(LocalBytes(mesh, *in))),
+                paired)
+          << mesh.ToString() << " " << ToString(*in) << " -> " << ToString(out) << " under "
+          << model.ToString();
+    }
+  }
+  EXPECT_GE(priced, 300);
+  EXPECT_GE(given, priced / 10);
+  EXPECT_LT(given, priced);
+}
+
 // A* with the heuristic (whose latency part counts the slowest axis every plan crosses) finds
 // plans exactly as cheap as Dijkstra without it, under models with slow axes, and the bound at
 // the source never exceeds the optimum.
