@@ -1106,6 +1106,24 @@ double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType&
 
 std::optional<AxisCost> ForcedPermuteLink(const Mesh& mesh, const CostModel& model,
                                           const DistType& in, const DistType& out) {
+  // Every placement held by one device (no axis of size >= 2 outside the key): each device
+  // that changes takes the only holder of its new key, and a pair crosses axis a exactly when
+  // a's key weights differ (the compact search's SinglyHeldCrossed has the argument).
+  const std::vector<AxisRole> in_roles = KeyRoles(mesh, in);
+  const bool singly_held =
+      std::none_of(mesh.axes().begin(), mesh.axes().end(), [&](const MeshAxis& axis) {
+        return axis.size > 1 && in_roles[&axis - mesh.axes().data()].slot < 0;
+      });
+  if (singly_held) {
+    const std::vector<AxisRole> out_roles = KeyRoles(mesh, out);
+    std::optional<AxisCost> crossed;
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      if (mesh.axes()[a].size < 2 || in_roles[a].weight == out_roles[a].weight) continue;
+      const AxisCost cost = model.Axis(mesh.axes()[a].name);
+      crossed = crossed ? Slower(*crossed, cost) : cost;
+    }
+    return crossed;
+  }
   const std::vector<int64_t> in_local = LocalShape(mesh, in);
   std::optional<AxisCost> all, must;
   for (const MeshAxis& axis : mesh.axes()) {

@@ -324,11 +324,13 @@ inline bool NeedsOtherSlices(int64_t w_a, int64_t w_a_in_to) { return w_a != w_a
 double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                        const DistType& to);
 
-// The link a permute from `in` to `out` (valid types of one local shape and partial axes) is
-// priced at whatever its pairs, when that follows from the types: the axes every pairing must
-// cross (those CrossingAlphaUs counts) are, together (Slower), as slow as all axes of size
-// >= 2, which bound whatever a pairing crosses. StepCostUs prices a permute at the Slower of
-// the links its pairs cross, so then it costs this link's alpha plus its local bytes over the
+// The link a permute from `in` to `out` (valid types of one local shape and partial axes,
+// some device moving) is priced at, when that follows from the types: where every placement
+// of `in` is held by one device, the pairs are forced and cross exactly the axes whose
+// placement-key weights differ (KeyRoles); otherwise, when the axes every pairing must cross
+// (those CrossingAlphaUs counts) are together (Slower) as slow as all axes of size >= 2,
+// which bound whatever a pairing crosses. StepCostUs prices a permute at the Slower of the
+// links its pairs cross, so then it costs this link's alpha plus its local bytes over the
 // link's bandwidth, exactly as MinimalPermute's pairs would be priced. nullopt otherwise.
 std::optional<AxisCost> ForcedPermuteLink(const Mesh& mesh, const CostModel& model,
                                           const DistType& in, const DistType& out);
