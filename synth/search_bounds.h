@@ -128,11 +128,11 @@ bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes);
 // The queue's own checks cannot see this. Without an incumbent the source is queued whatever
 // its bound, and its expansion generates every neighbour only to drop each one (the bound is
 // consistent: none can come in under the source's); `normal`'s middle searches, whose budget
-// is what the best valley so far leaves, mostly end that way (docs/synthesis.md, "The
-// middle"). With an incumbent the
-// queue's check uses the queue's byte key, which is 0 in time mode, so at the source it would
-// explore every path as fast as the incumbent, looking for fewer bytes than the byte floor
-// allows (e.g. an incumbent that is one permute moving only what devices lack, at one alpha).
+// is what the best valley so far leaves, mostly end that way (docs/synthesis.md, "Strategy
+// `optimal`", pruning). With an incumbent the queue's check uses the queue's byte key, which
+// is 0 in time mode, so at the source it would explore every path as fast as the incumbent,
+// looking for fewer bytes than the byte floor allows (e.g. an incumbent that is one permute
+// moving only what devices lack, at one alpha).
 bool SourceOutOfBounds(const SearchOptions& options, const RestBound& source);
 // How the NotFound of a search that SourceOutOfBounds ends continues "no plan from X to Y".
 const char* SourceOutOfBoundsReason(const SearchOptions& options);

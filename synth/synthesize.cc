@@ -399,8 +399,8 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
     const AxisCost cost = model.Axis(mesh.axes()[0].name);
     return cost.alpha_us + cost.TransferUs(static_cast<double>(LocalBytes(mesh, in)));
   }
-  // Where the axes every pairing crosses already include the slowest, no pairing is needed
-  // (MinimalPermute walks the devices: ~30 M instructions on 24 576).
+  // Where the types decide the price, no pairing is needed (MinimalPermute walks the devices:
+  // ~30 M instructions on 24 576).
   if (std::optional<AxisCost> link = internal::ForcedPermuteLink(mesh, model, in, out)) {
     return link->alpha_us + link->TransferUs(static_cast<double>(LocalBytes(mesh, in)));
   }
