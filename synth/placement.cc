@@ -1110,10 +1110,10 @@ std::optional<AxisCost> ForcedPermuteLink(const Mesh& mesh, const CostModel& mod
   // that changes takes the only holder of its new key, and a pair crosses axis a exactly when
   // a's key weights differ (the compact search's SinglyHeldCrossed has the argument).
   const std::vector<AxisRole> in_roles = KeyRoles(mesh, in);
-  const bool singly_held =
-      std::none_of(mesh.axes().begin(), mesh.axes().end(), [&](const MeshAxis& axis) {
-        return axis.size > 1 && in_roles[&axis - mesh.axes().data()].slot < 0;
-      });
+  bool singly_held = true;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    if (mesh.axes()[a].size > 1 && in_roles[a].slot < 0) singly_held = false;
+  }
   if (singly_held) {
     const std::vector<AxisRole> out_roles = KeyRoles(mesh, out);
     std::optional<AxisCost> crossed;
