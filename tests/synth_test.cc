@@ -746,27 +746,30 @@ Plan Shrunk(Plan plan) {
   return plan;
 }
 
-// `plan` (from `from` to `to` on `mesh`) stays within the memory bound and runs to the right
-// data in the interpreter; `shrunk`: on its smallest valid shape (Shrunk).
-void ExpectSound(const Mesh& mesh, const DistType& from, const DistType& to, const Plan& plan,
-                 bool shrunk = false) {
-  EXPECT_LE(plan.metrics.peak_local_bytes, Bound(mesh, from, to));
+// `plan` stays within the memory bound and runs to the right data in the interpreter;
+// `shrunk`: on its smallest valid shape (Shrunk).
+void ExpectSound(const Plan& plan, bool shrunk = false) {
+  EXPECT_LE(plan.metrics.peak_local_bytes, Bound(plan.mesh, plan.source, plan.target));
   absl::StatusOr<RunReport> report = RunPlan(shrunk ? Shrunk(plan) : plan);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok) << report->message;
+}
+
+// The plan Synthesize returns under `options` for the case, its types parsed on its mesh.
+absl::StatusOr<Plan> SynthesizeCase(const char* mesh_text, const char* from_text,
+                                    const char* to_text, const SynthesisOptions& options = {}) {
+  const Mesh mesh = M(mesh_text);
+  return Synthesize(mesh, T(mesh, from_text), T(mesh, to_text), options);
 }
 
 // `normal`'s plan (default model) costs exactly `cost_us`, stays within the memory bound and
 // runs to the right data in the interpreter.
 void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* to_text,
                       double cost_us) {
-  Mesh mesh = M(mesh_text);
-  const DistType from = T(mesh, from_text);
-  const DistType to = T(mesh, to_text);
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to);
+  absl::StatusOr<Plan> plan = SynthesizeCase(mesh_text, from_text, to_text);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->metrics.cost_us, cost_us) << Describe(*plan);
-  ExpectSound(mesh, from, to, *plan);
+  ExpectSound(*plan);
 }
 
 // normal's plan for the case under `model` costs at most `max_us`, stays within the bound, and
@@ -774,15 +777,12 @@ void ExpectNormalCost(const char* mesh_text, const char* from_text, const char* 
 // interpret.
 void ExpectLargeNormalPlan(const char* mesh_text, const char* from_text, const char* to_text,
                            const CostModel& model, double max_us) {
-  const Mesh mesh = M(mesh_text);
-  const DistType from = T(mesh, from_text);
-  const DistType to = T(mesh, to_text);
   SynthesisOptions options;
   options.cost_model = model;
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+  absl::StatusOr<Plan> plan = SynthesizeCase(mesh_text, from_text, to_text, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_LE(plan->metrics.cost_us, max_us) << Describe(*plan);
-  ExpectSound(mesh, from, to, *plan, /*shrunk=*/true);
+  ExpectSound(*plan, /*shrunk=*/true);
 }
 
 // normal's plan for the case under `model` has the step kinds `expected` (unless empty),
@@ -792,22 +792,19 @@ void ExpectLargeNormalPlan(const char* mesh_text, const char* from_text, const c
 void ExpectNormalPlan(const char* mesh_text, const char* from_text, const char* to_text,
                       const std::vector<CollectiveKind>& expected,
                       const CostModel& model = CostModel(), double optimal_us = -1) {
-  Mesh mesh = M(mesh_text);
-  const DistType from = T(mesh, from_text);
-  const DistType to = T(mesh, to_text);
   SynthesisOptions options;
   options.cost_model = model;
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+  absl::StatusOr<Plan> plan = SynthesizeCase(mesh_text, from_text, to_text, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<CollectiveKind> kinds;
   for (const Step& step : plan->steps) kinds.push_back(step.op.kind);
   if (!expected.empty()) {
     EXPECT_EQ(kinds, expected) << Describe(*plan);
   }
-  ExpectSound(mesh, from, to, *plan);
+  ExpectSound(*plan);
   if (optimal_us < 0) {
     options.strategy = Strategy::kOptimal;
-    absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
+    absl::StatusOr<Plan> optimal = SynthesizeCase(mesh_text, from_text, to_text, options);
     ASSERT_TRUE(optimal.ok()) << optimal.status();
     optimal_us = optimal->metrics.cost_us;
   }
@@ -937,15 +934,13 @@ TEST(NormalTest, MirroredShapedMiddleUnderTheBytesObjective) {
   // ShapedMiddle's mirror form, one permute first, then all_to_alls (the moves from the
   // pre-gather type to the bottom's shape, undone): under the bytes objective 2 015 232 bytes
   // received where the all_to_alls-first middle led to a plan of 2 408 448.
-  Mesh mesh = M("x=2,y=4,z=4,w=3");
-  const DistType from = T(mesh, "f32[64{x},48{y},48{z}] partial{w}");
-  const DistType to = T(mesh, "f32[64{y},48{w,x},48{z}]");
   SynthesisOptions options;
   options.objective = Objective::kBytes;
-  absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+  absl::StatusOr<Plan> plan = SynthesizeCase("x=2,y=4,z=4,w=3", "f32[64{x},48{y},48{z}] partial{w}",
+                                             "f32[64{y},48{w,x},48{z}]", options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->metrics.bytes_received_total, 2015232) << Describe(*plan);
-  ExpectSound(mesh, from, to, *plan);
+  ExpectSound(*plan);
 }
 
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
