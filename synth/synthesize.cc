@@ -647,6 +647,14 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
                      [&](const Append& a) { return a.scatter && a.axis == axis; });
 }
 
+// Whether `list` ends with the axes of `appends`, in their order.
+bool EndsWithAxes(const std::vector<std::string>& list, const std::vector<Append>& appends) {
+  return appends.size() <= list.size() &&
+         std::equal(appends.begin(), appends.end(),
+                    list.end() - static_cast<std::ptrdiff_t>(appends.size()),
+                    [](const Append& a, const std::string& axis) { return a.axis == axis; });
+}
+
 // `from` after `descent`'s appends (a candidate's x, without its all_reduce); not validated.
 DistType Bottom(const DistType& from, const std::vector<Append>& descent) {
   DistType x = from;
@@ -1154,13 +1162,10 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
         // around the middle), they can be gathered from e instead, with no middle to move
         // them.
         const std::vector<std::string>& y_d = c.y.dims[d].axes;
-        const size_t kept = y_d.size() - std::min(y_d.size(), tail.size());
-        if (order == &tail && kept >= to.dims[d].axes.size() &&
-            std::equal(tail.begin(), tail.end(), y_d.begin() + static_cast<std::ptrdiff_t>(kept),
-                       y_d.end(),
-                       [](const Append& a, const std::string& axis) { return a.axis == axis; })) {
+        if (order == &tail && EndsWithAxes(y_d, tail) &&
+            y_d.size() - tail.size() >= to.dims[d].axes.size()) {
           Candidate gathered = moved;
-          gathered.y.dims[d].axes.resize(kept);
+          gathered.y.dims[d].axes.resize(y_d.size() - tail.size());
           for (const Append& a : tail) gathered.y.dims[e].axes.push_back(a.axis);
           if (Validate(mesh, gathered.y).ok()) out.push_back(std::move(gathered));
         }
@@ -1177,12 +1182,7 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
           if (a.dim == e) own.push_back(a);
         }
         const std::vector<std::string>& want = to.dims[e].axes;
-        if (own.empty() || c.y.dims[e].axes != want || own.size() > want.size() ||
-            !std::equal(own.begin(), own.end(),
-                        want.end() - static_cast<std::ptrdiff_t>(own.size()),
-                        [](const Append& a, const std::string& axis) { return a.axis == axis; })) {
-          continue;
-        }
+        if (own.empty() || c.y.dims[e].axes != want || !EndsWithAxes(want, own)) continue;
         Candidate late;
         late.built_middle = true;
         late.late = own;
