@@ -6,7 +6,7 @@
 //   std::vector<Step>& steps = b.steps();
 //
 // Strategies build ops that satisfy the rules by construction, so Apply treats a rule
-// violation as a bug (RESHARD_CHECK); TryApply is for strategies that probe.
+// violation as a bug (RESHARD_CHECK, in debug builds); TryApply is for strategies that probe.
 #ifndef RESHARD_SYNTH_STEP_BUILDER_H_
 #define RESHARD_SYNTH_STEP_BUILDER_H_
 
@@ -39,11 +39,19 @@ class StepBuilder {
  public:
   StepBuilder(const Mesh& mesh, DistType start) : mesh_(mesh), current_(std::move(start)) {}
 
+  // The rule's checks run in debug builds only (ApplyAcceptedRule): the synthesizers check
+  // the plans they return (CheckSynthesizedPlan), and checking every candidate's steps as
+  // well cost 2.7 % of the instructions of `normal` on the 3-axis suite cases.
   void Apply(Collective op) {
-    absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
-    RESHARD_CHECK(next.ok()) << ToString(op) << " on " << ToString(current_) << ": "
-                             << next.status();
-    Push(std::move(op), *std::move(next));
+#ifndef NDEBUG
+    absl::StatusOr<DistType> checked = ApplyRule(mesh_, current_, op);
+    RESHARD_CHECK(checked.ok()) << ToString(op) << " on " << ToString(current_) << ": "
+                                << checked.status();
+    RESHARD_CHECK(*checked == ApplyAcceptedRule(current_, op))
+        << ToString(op) << " on " << ToString(current_) << ": ApplyAcceptedRule disagrees";
+#endif
+    DistType next = ApplyAcceptedRule(current_, op);
+    Push(std::move(op), std::move(next));
   }
   // Applies `op` when the rule accepts it; false (and no change) otherwise.
   bool TryApply(Collective op) {

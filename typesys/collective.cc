@@ -294,6 +294,33 @@ std::string ToString(const Collective& op) {
   return out;
 }
 
+// ApplyRuleUnlabelled's edits without its checks.
+DistType ApplyAcceptedRule(DistType type, const Collective& op) {
+  switch (op.kind) {
+    case CollectiveKind::kAllSlice:
+      Append(type.dims[op.dim].axes, op.mesh_axes);
+      break;
+    case CollectiveKind::kAllGather:
+      RemoveSuffix(type.dims[op.dim].axes, op.mesh_axes.size());
+      break;
+    case CollectiveKind::kAllToAll:
+      RemoveSuffix(type.dims[op.dim].axes, op.mesh_axes.size());
+      Append(type.dims[op.split_dim].axes, op.mesh_axes);
+      break;
+    case CollectiveKind::kAllReduce:
+      RemovePartial(type, op.mesh_axes);
+      break;
+    case CollectiveKind::kReduceScatter:
+      RemovePartial(type, op.mesh_axes);
+      Append(type.dims[op.dim].axes, op.mesh_axes);
+      break;
+    case CollectiveKind::kCollectivePermute:
+    case CollectiveKind::kAllToAllV:
+      RESHARD_CHECK(false) << CollectiveName(op.kind) << " has no result rule";
+  }
+  return type;
+}
+
 absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op) {
   if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op)) {
     // The rules are written for whole axes: apply them on the refinement the pieces need.

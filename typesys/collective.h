@@ -132,6 +132,14 @@ std::string ToString(const Collective& op);
 // with [y], but it is 8{x}".
 absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op);
 
+// ApplyRule's result for an op it accepts, computed without its checks: for synthesizers whose
+// ops satisfy the rules by construction and whose plans are checked once complete, so that
+// building a candidate does not check every step twice. `op` must be a collective with a
+// rule that ApplyRule accepts on `in`, and neither may name a sub-axis of `mesh` (on a mesh
+// whose axes are the atoms, as the synthesizer's passes run, none does); otherwise the result
+// is unspecified.
+DistType ApplyAcceptedRule(DistType in, const Collective& op);
+
 // collective_permute's rule: `out` is valid, has in's element type, global shape, partial axes
 // and local shape; pairs name devices in range with no device twice as a source or target; and
 // every device ends with the block (and summand) `out` assigns it: a target receives its
