@@ -50,8 +50,8 @@ class StepBuilder {
     RESHARD_CHECK(*checked == ApplyAcceptedRule(current_, op))
         << ToString(op) << " on " << ToString(current_) << ": ApplyAcceptedRule disagrees";
 #endif
-    DistType next = ApplyAcceptedRule(current_, op);
-    Push(std::move(op), std::move(next));
+    current_ = ApplyAcceptedRule(std::move(current_), op);  // Edited in place.
+    steps_.push_back(Step{std::move(op), current_});
   }
   // Applies `op` when the rule accepts it; false (and no change) otherwise.
   bool TryApply(Collective op) {

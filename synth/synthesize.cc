@@ -1281,7 +1281,9 @@ std::optional<Candidate> GatherFirst(const Mesh& mesh, const DistType& from, con
 // dimensions.
 std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& from,
                                               const DistType& to, const Candidate& c, bool others) {
-  if (!c.late.empty()) return {};
+  // (Without sums in `from` there is nothing to reduce: the common case, decided before
+  // building x.)
+  if (!c.late.empty() || from.partial.empty()) return {};
   const DistType x = Bottom(from, c.descent);
   const std::vector<std::string> reduce = ToReduce(mesh, x, to);
   if (reduce.empty()) return {};
@@ -1482,7 +1484,11 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   };
   std::vector<DistType> plain_pre_gathers;  // Those of the empty skip set.
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
-  for (const std::vector<std::string>& skip : {std::vector<std::string>{}, substitutions}) {
+  const std::vector<std::string> none;
+  for (const std::vector<std::string>* skips : {&none, &substitutions}) {
+    // Without substitutions the second skip set would be the first again.
+    if (skips == &substitutions && substitutions.empty()) break;
+    const std::vector<std::string>& skip = *skips;
     std::vector<DistType> pre_gathers;
     for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
       std::optional<DistType> y = PlacePreGather(mesh, from, to, placement, skip);
