@@ -880,10 +880,11 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
   if (model != nullptr) AddUs(us, c.up_us);
   std::vector<Step> steps;
   steps.reserve(c.down.size() + middle_steps.size() + c.up.size());
-  steps.insert(steps.end(), c.down.begin(), c.down.end());
-  steps.insert(steps.end(), std::make_move_iterator(middle_steps.begin()),
-               std::make_move_iterator(middle_steps.end()));
-  steps.insert(steps.end(), c.up.begin(), c.up.end());
+  // (Moved: a candidate's steps serve its one valley; Prepare builds them again if asked.)
+  for (std::vector<Step>* part : {&c.down, &middle_steps, &c.up}) {
+    steps.insert(steps.end(), std::make_move_iterator(part->begin()),
+                 std::make_move_iterator(part->end()));
+  }
   return steps;
 }
 
