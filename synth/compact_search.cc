@@ -192,10 +192,12 @@ class Compact {
     for (int i = 0; i < rank_; ++i) dim_size_[i] = from.dims[i].size;
     template_ = from;
     template_.partial.clear();
-    from_text_ = from;
-    from_text_.partial = PartialInMeshOrder(mesh, from);  // Canonical, as Searcher's from_.
-    to_text_ = to;
-    to_text_.partial = PartialInMeshOrder(mesh, to);
+    if (options.describe_failures) {
+      from_text_ = from;
+      from_text_.partial = PartialInMeshOrder(mesh, from);  // Canonical, as Searcher's from_.
+      to_text_ = to;
+      to_text_.partial = PartialInMeshOrder(mesh, to);
+    }
     from_ = Encode(from);
     to_ = Encode(to);
     to_dims_key_ = to_.DimsKey();
@@ -936,10 +938,10 @@ class Compact {
                  absl::FunctionRef<bool(const StateKey&, const Floor&)> improvable,
                  std::vector<Edge>& edges);
   absl::Status WorkExhausted() const {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "plan search hit its work budget of ", options_.max_work, " units (", settled_,
-        " states settled on a mesh of ", mesh_.num_devices(), " devices) before reaching ",
-        ToString(to_text_)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("plan search hit its work budget of ", options_.max_work, " units (", settled_,
+                     " states settled on a mesh of ", mesh_.num_devices(),
+                     " devices) before reaching ", ToText()));
   }
 
   const Mesh& mesh_;
@@ -952,7 +954,13 @@ class Compact {
   int rank_ = 0;
   int64_t dim_size_[kMaxRank] = {};
   DistType template_;  // Element type and global shape; no axes.
-  DistType from_text_, to_text_;  // Canonical, for messages.
+  DistType from_text_, to_text_;  // Canonical, for messages (SearchOptions::describe_failures).
+  std::string FromText() const {
+    return options_.describe_failures ? ToString(from_text_) : "the source";
+  }
+  std::string ToText() const {
+    return options_.describe_failures ? ToString(to_text_) : "the target";
+  }
   uint32_t relevant_mask_ = 0;
   // The slice bound's sets S with the target's digits per dimension (SetUpSlices).
   struct Slices {
@@ -1474,8 +1482,8 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
 // Searcher::Run.
 absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
   if (LocalBytes(from_) > options_.max_local_bytes) {
-    return absl::NotFoundError(absl::StrCat("the source ", ToString(from_text_), " has ",
-                                            LocalBytes(from_), " local bytes, above the bound of ",
+    return absl::NotFoundError(absl::StrCat("the source ", FromText(), " has ", LocalBytes(from_),
+                                            " local bytes, above the bound of ",
                                             options_.max_local_bytes));
   }
   const StateKey target = to_.Key();
@@ -1488,8 +1496,8 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
   queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
   if (SourceOutOfBounds(options_, nodes[0].h)) {
-    return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_text_), " to ",
-                                            ToString(to_text_), SourceOutOfBoundsReason(options_)));
+    return absl::NotFoundError(absl::StrCat("no plan from ", FromText(), " to ", ToText(),
+                                            SourceOutOfBoundsReason(options_)));
   }
   std::vector<Edge> edges;
   while (!queue.empty()) {
@@ -1501,8 +1509,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
     }
     const int64_t cost = nodes[id].cost;
     if (!CanBeatIncumbent(options_, f, f_bytes)) {
-      return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_text_), " to ",
-                                              ToString(to_text_),
+      return absl::NotFoundError(absl::StrCat("no plan from ", FromText(), " to ", ToText(),
                                               " is cheaper than the one held"));
     }
     nodes[id].settled = true;
@@ -1534,8 +1541,7 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
     if (++settled_ > options_.max_states) {
       return absl::ResourceExhaustedError(absl::StrCat("plan search hit its cap of ",
                                                        options_.max_states,
-                                                       " states before reaching ",
-                                                       ToString(to_text_)));
+                                                       " states before reaching ", ToText()));
     }
     const CType current = nodes[id].type;
     const double us = nodes[id].us;
@@ -1614,10 +1620,9 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
     }
   }
   return absl::NotFoundError(absl::StrCat(
-      "no plan from ", ToString(from_text_), " to ", ToString(to_text_),
-      " keeps every step within ", options_.max_local_bytes,
-      " local bytes with whole-axis collectives (exhaustive search of ", settled_,
-      " reachable types)"));
+      "no plan from ", FromText(), " to ", ToText(), " keeps every step within ",
+      options_.max_local_bytes, " local bytes with whole-axis collectives (exhaustive search of ",
+      settled_, " reachable types)"));
 }
 
 }  // namespace

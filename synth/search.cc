@@ -172,6 +172,11 @@ class Searcher {
 
   absl::StatusOr<std::vector<Step>> Run();
   absl::Status WorkExhausted() const;
+  // The types as failure messages name them (SearchOptions::describe_failures).
+  std::string FromText() const {
+    return options_.describe_failures ? ToString(from_) : "the source";
+  }
+  std::string ToText() const { return options_.describe_failures ? ToString(to_) : "the target"; }
   int64_t settled() const { return settled_; }
   int64_t work() const { return work_; }
   int64_t generated() const { return generated_; }
@@ -601,16 +606,16 @@ std::vector<Edge> Searcher::Neighbors(
 }
 
 absl::Status Searcher::WorkExhausted() const {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "plan search hit its work budget of ", options_.max_work, " units (", settled_,
-      " states settled on a mesh of ", mesh_.num_devices(), " devices) before reaching ",
-      ToString(to_)));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("plan search hit its work budget of ", options_.max_work, " units (", settled_,
+                   " states settled on a mesh of ", mesh_.num_devices(),
+                   " devices) before reaching ", ToText()));
 }
 
 absl::StatusOr<std::vector<Step>> Searcher::Run() {
   if (LocalBytes(mesh_, from_) > options_.max_local_bytes) {
     return absl::NotFoundError(
-        absl::StrCat("the source ", ToString(from_), " has ", LocalBytes(mesh_, from_),
+        absl::StrCat("the source ", FromText(), " has ", LocalBytes(mesh_, from_),
                      " local bytes, above the bound of ", options_.max_local_bytes));
   }
   std::vector<Node> nodes;
@@ -627,7 +632,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
   queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   generated_ = 1;
   if (internal::SourceOutOfBounds(options_, nodes[0].h)) {
-    return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ", ToString(to_),
+    return absl::NotFoundError(absl::StrCat("no plan from ", FromText(), " to ", ToText(),
                                             internal::SourceOutOfBoundsReason(options_)));
   }
   int64_t& settled = settled_;
@@ -640,8 +645,8 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
     const int64_t cost = nodes[id].cost;
     if (!internal::CanBeatIncumbent(options_, f, f_bytes)) {
-      return absl::NotFoundError(absl::StrCat("no plan from ", ToString(from_), " to ",
-                                              ToString(to_), " is cheaper than the one held"));
+      return absl::NotFoundError(absl::StrCat("no plan from ", FromText(), " to ", ToText(),
+                                              " is cheaper than the one held"));
     }
     nodes[id].settled = true;
     if (nodes[id].type == to_) {
@@ -662,7 +667,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     if (++settled > options_.max_states) {
       return absl::ResourceExhaustedError(absl::StrCat("plan search hit its cap of ",
                                                        options_.max_states,
-                                                       " states before reaching ", ToString(to_)));
+                                                       " states before reaching ", ToText()));
     }
     DistType current = nodes[id].type;
     const double us = nodes[id].us;
@@ -749,7 +754,7 @@ absl::StatusOr<std::vector<Step>> Searcher::Run() {
     }
   }
   return absl::NotFoundError(absl::StrCat(
-      "no plan from ", ToString(from_), " to ", ToString(to_), " keeps every step within ",
+      "no plan from ", FromText(), " to ", ToText(), " keeps every step within ",
       options_.max_local_bytes, " local bytes with whole-axis collectives (exhaustive search of ",
       settled, " reachable types)"));
 }

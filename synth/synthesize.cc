@@ -794,6 +794,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     // huge meshes.
     options.max_work = std::clamp<int64_t>(left.work, 0, left.search_work);
     options.fill_permute_pairs = false;
+    options.describe_failures = false;  // A failed middle only drops its candidate.
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {

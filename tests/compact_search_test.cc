@@ -383,6 +383,8 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
           options.max_work = 5000 + static_cast<int64_t>(rng() % 200000);
           break;
       }
+      // Every other pair with the short failure messages of `normal`'s middle searches.
+      options.describe_failures = compared % 2 == 0;
       SearchStats want_stats, got_stats;
       absl::StatusOr<std::vector<Step>> want =
           internal::SearchPlanOnDistTypes(mesh, *from, *to, options, &want_stats);
@@ -434,7 +436,19 @@ TEST(MiddleSearch, EndsAtTheSourceBelowItsBound) {
       EXPECT_TRUE(absl::IsNotFound(got.status())) << got.status();
       EXPECT_NE(got.status().message().find("source's lower bound"), absl::string_view::npos)
           << got.status();
+      EXPECT_NE(got.status().message().find(ToString(x)), absl::string_view::npos) << got.status();
       EXPECT_EQ(got_stats.states_settled, 0);
+      // Without describe_failures: the same status, the types unnamed, on both searches.
+      SearchOptions quiet = options;
+      quiet.describe_failures = false;
+      internal::MiddleCache quiet_cache;
+      const absl::Status short_status =
+          internal::MiddleSearch(mesh, x, y, quiet, quiet_cache).status();
+      EXPECT_EQ(short_status, internal::SearchPlanOnDistTypes(mesh, x, y, quiet).status());
+      EXPECT_EQ(short_status.code(), got.status().code());
+      EXPECT_NE(short_status.message().find("no plan from the source to the target"),
+                absl::string_view::npos)
+          << short_status;
     } else {
       ASSERT_TRUE(got.ok()) << got.status();
       EXPECT_EQ(*got, *best);
