@@ -2993,12 +2993,34 @@ bool Better(const Metrics& a, const Metrics& b, Objective objective) {
   return std::tie(a.cost_us, a.bytes_received_total) < std::tie(b.cost_us, b.bytes_received_total);
 }
 
+// Whether SplitGroups would return `plan`'s steps, refined, unchanged, seen without refining
+// them: it rewrites only collectives over several atoms (gathers, reductions, all_to_alls),
+// pairs of permutes in a row, and (under a model whose axes differ) gathers that a helper
+// may shrink. Most plans have none of them; refining one costs more than this look.
+bool SplitGroupsKeeps(const AxisRefinement& refinement, const Plan& plan, const CostModel& model) {
+  if (!model.UniformOn(plan.mesh)) return false;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Collective& op = plan.steps[i].op;
+    if (op.kind == CollectiveKind::kAllSlice) continue;
+    if (op.kind == CollectiveKind::kCollectivePermute) {
+      if (i > 0 && plan.steps[i - 1].op.kind == CollectiveKind::kCollectivePermute) return false;
+      continue;
+    }
+    if (op.mesh_axes.size() > 1 ||
+        (op.mesh_axes.size() == 1 && refinement.Atoms(op.mesh_axes[0]).size() > 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // `plan` (on refinement.mesh()) with SplitGroups applied on the refinement's atoms, when that
 // is better under the objective; else `plan`. With `rival` (the metrics of a plan the result
 // will compete with under the time objective), a split plan that costs more than the rival
 // is not built (coarsened and checked): `plan`, costlier still, loses to the rival either way.
 Plan SplitGroupCollectives(const AxisRefinement& refinement, Plan plan,
                            const SynthesisOptions& options, const Metrics* rival = nullptr) {
+  if (SplitGroupsKeeps(refinement, plan, options.cost_model)) return plan;
   const Mesh& atoms = refinement.refined();
   const DistType from = refinement.Refine(plan.source);
   const std::vector<Step> refined = refinement.Refine(plan.steps);
