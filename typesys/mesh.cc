@@ -68,25 +68,6 @@ bool SubAxisFits(int64_t n, int64_t pre, int64_t size) {
   return size >= 2 && pre <= n / size && n % (pre * size) == 0;
 }
 
-// `name`'s length and bytes packed into an integer (length in the top byte, then the bytes,
-// first lowest) when it has at most 7 bytes; else 0. Two short names have the same key exactly
-// when they are equal, and no non-empty name has key 0.
-uint64_t ShortNameKey(std::string_view name) {
-  const size_t n = name.size();
-  if (n >= sizeof(uint64_t)) return 0;
-  const char* p = name.data();
-  uint64_t bytes = 0;
-  if (n >= 4) {  // Two 4-byte loads that overlap when n < 8 (the overlap ORs equal bytes).
-    uint32_t low, high;
-    std::memcpy(&low, p, 4);
-    std::memcpy(&high, p + n - 4, 4);
-    bytes = uint64_t{low} | uint64_t{high} << (8 * (n - 4));
-  } else {
-    for (size_t i = 0; i < n; ++i) bytes |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  }
-  return bytes | uint64_t{n} << 56;
-}
-
 }  // namespace
 
 absl::StatusOr<AxisRef> ParseAxisRef(std::string_view text) {
@@ -162,18 +143,10 @@ void Mesh::KeyNames() {
   for (const MeshAxis& axis : axes_) name_keys_.push_back(ShortNameKey(axis.name));
 }
 
-int Mesh::AxisIndex(std::string_view name) const {
+int Mesh::LongAxisIndex(std::string_view name) const {
   if (name.empty()) return -1;
-  if (const uint64_t key = ShortNameKey(name); key != 0) {
-    const uint64_t* keys = name_keys_.data();
-    const int count = static_cast<int>(name_keys_.size());
-    for (int i = 0; i < count; ++i) {
-      if (keys[i] == key) return i;
-    }
-    return -1;
-  }
-  // Names of 8 bytes or more: cheap rejections first: length, the first character, then the
-  // characters from the end, where atoms of one axis (`tensor:(1)2`, `tensor:(2)2`) differ.
+  // Cheap rejections first: length, the first character, then the characters from the end,
+  // where atoms of one axis (`tensor:(1)2`, `tensor:(2)2`) differ.
   for (int i = 0; i < num_axes(); ++i) {
     const std::string& candidate = axes_[i].name;
     if (candidate.size() != name.size() || candidate[0] != name[0]) continue;
@@ -189,11 +162,6 @@ int Mesh::WholeAxisIndex(std::string_view name) const {
   RESHARD_CHECK(index >= 0) << "'" << name << "' is not an axis of mesh " << ToString()
                             << " (sub-axes must be refined first)";
   return index;
-}
-
-int64_t Mesh::AxisSize(std::string_view name) const {
-  const int index = AxisIndex(name);
-  return index >= 0 ? axes_[index].size : Resolve(name).size;
 }
 
 absl::Status Mesh::CheckAxisRef(std::string_view ref) const {

@@ -16,6 +16,7 @@
 #define RESHARD_TYPESYS_MESH_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,8 +74,19 @@ class Mesh {
   int num_axes() const { return static_cast<int>(axes_.size()); }
   int64_t num_devices() const { return num_devices_; }
 
-  // Index of the axis named `name`, or -1 when there is none.
-  int AxisIndex(std::string_view name) const;
+  // Index of the axis named `name`, or -1 when there is none. (Inline: the synthesizer looks
+  // axes up by name tens of thousands of times per call, most through AxisSize and GroupSize.)
+  int AxisIndex(std::string_view name) const {
+    if (const uint64_t key = ShortNameKey(name); key != 0) {
+      const uint64_t* keys = name_keys_.data();
+      const int count = static_cast<int>(name_keys_.size());
+      for (int i = 0; i < count; ++i) {
+        if (keys[i] == key) return i;
+      }
+      return -1;
+    }
+    return LongAxisIndex(name);
+  }
   bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
   // AxisIndex(name) where `name` must be an axis of this mesh, not a sub-axis reference (code
   // written for whole axes; refine types first, typesys/sub_axis.h): aborts naming it otherwise
@@ -82,7 +94,10 @@ class Mesh {
   int WholeAxisIndex(std::string_view name) const;
   // Size of a known axis or valid sub-axis reference (aborts on an unknown one: validate
   // first).
-  int64_t AxisSize(std::string_view name) const;
+  int64_t AxisSize(std::string_view name) const {
+    const int index = AxisIndex(name);
+    return index >= 0 ? axes_[index].size : Resolve(name).size;
+  }
   // Product of the sizes of known, distinct axis references (1 for an empty list).
   int64_t GroupSize(absl::Span<const std::string> axes) const;
 
@@ -131,10 +146,30 @@ class Mesh {
 
   // Sets name_keys_ from axes_ (every constructor that fills axes_ calls it).
   void KeyNames();
+  // `name`'s length and bytes packed into an integer (length in the top byte, then the bytes,
+  // first lowest) when it has 1 to 7 bytes; else 0. Two short names have the same key exactly
+  // when they are equal.
+  static uint64_t ShortNameKey(std::string_view name) {
+    const size_t n = name.size();
+    if (n == 0 || n >= sizeof(uint64_t)) return 0;
+    const char* p = name.data();
+    uint64_t bytes = 0;
+    if (n >= 4) {  // Two 4-byte loads that overlap when n < 8 (the overlap ORs equal bytes).
+      uint32_t low, high;
+      std::memcpy(&low, p, 4);
+      std::memcpy(&high, p + n - 4, 4);
+      bytes = uint64_t{low} | uint64_t{high} << (8 * (n - 4));
+    } else {
+      for (size_t i = 0; i < n; ++i) bytes |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+    }
+    return bytes | uint64_t{n} << 56;
+  }
+  // AxisIndex for names ShortNameKey does not pack (empty, or of 8 bytes or more).
+  int LongAxisIndex(std::string_view name) const;
 
   std::vector<MeshAxis> axes_;
   int64_t num_devices_ = 0;
-  // Per axis, its name packed into an integer (ShortNameKey in mesh.cc; 0 for names of 8
+  // Per axis, its name packed into an integer (ShortNameKey; 0 for names of 8
   // bytes or more). AxisIndex runs on every path that names axes by string, and comparing one
   // integer per axis halves its cost on the atoms of refined meshes (`x:(1)2`), which share
   // their first and last characters. Derived from axes_, so equality is unaffected.
