@@ -57,7 +57,10 @@ class StepBuilder {
   bool TryApply(Collective op) {
     absl::StatusOr<DistType> next = ApplyRule(mesh_, current_, op);
     if (!next.ok()) return false;
-    Push(std::move(op), *std::move(next));
+    // The step takes the new type; current_ copies it by assignment, which reuses the buffers
+    // of the type it held (a fresh copy would allocate every list again).
+    steps_.push_back(Step{std::move(op), *std::move(next)});
+    current_ = steps_.back().type;
     return true;
   }
   // A minimal permute to `out`, which must have the current local shape; without its pairs
@@ -77,13 +80,6 @@ class StepBuilder {
   std::vector<Step>& steps() { return steps_; }
 
  private:
-  // The step takes the new type; current_ copies it by assignment, which reuses the buffers
-  // of the type it held (a fresh copy would allocate every list again).
-  void Push(Collective op, DistType next) {
-    steps_.push_back(Step{std::move(op), std::move(next)});
-    current_ = steps_.back().type;
-  }
-
   const Mesh& mesh_;
   DistType current_;
   std::vector<Step> steps_;

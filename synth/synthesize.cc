@@ -665,6 +665,13 @@ DistType Bottom(const DistType& from, const std::vector<Append>& descent) {
   return x;
 }
 
+// The kinds SplitGroups turns into chains when they act on several axes of its mesh (an
+// all_slice over several costs nothing either way).
+bool ChainsWhenGrouped(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllToAll;
+}
+
 std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
                               const std::vector<Step>& steps, const CostModel& model,
                               bool pair_permutes = true, bool light = false);
@@ -681,11 +688,9 @@ bool SameDescent(const std::vector<Append>& a, const std::vector<Append>& b);
 // the skewed 3-axis p99 (and +11 % of its instructions for the form below: 1.0059x instead
 // of 1.0062x on gap-survey's skewed draws; docs/synthesis.md, "Cost-aware choice").
 std::optional<std::vector<Step>> AsChains(const Mesh& mesh, const DistType& from,
-                                          const std::vector<Step>& steps,
-                                          const CostModel& model) {
-  // SplitGroups rewrites only these; an all_slice over several axes costs nothing either way.
+                                          const std::vector<Step>& steps, const CostModel& model) {
   const bool groups = std::any_of(steps.begin(), steps.end(), [](const Step& step) {
-    return step.op.mesh_axes.size() > 1 && step.op.kind != CollectiveKind::kAllSlice;
+    return ChainsWhenGrouped(step.op.kind) && step.op.mesh_axes.size() > 1;
   });
   if (!groups) return std::nullopt;
   return SplitGroups(mesh, from, steps, model, /*pair_permutes=*/false,
@@ -2589,11 +2594,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     const Step& step = steps[index];
     const Collective& op = step.op;
     const std::vector<std::string>& axes = op.mesh_axes;
-    const bool splittable = (op.kind == CollectiveKind::kAllGather ||
-                             op.kind == CollectiveKind::kReduceScatter ||
-                             op.kind == CollectiveKind::kAllReduce ||
-                             op.kind == CollectiveKind::kAllToAll) &&
-                            axes.size() > 1;
+    const bool splittable = ChainsWhenGrouped(op.kind) && axes.size() > 1;
     if (!splittable) {
       if (op.kind == CollectiveKind::kCollectivePermute && !light) {
         AppendPermute(mesh, from, step, model, out);
@@ -3001,13 +3002,10 @@ bool SplitGroupsKeeps(const AxisRefinement& refinement, const Plan& plan, const 
   if (!model.UniformOn(plan.mesh)) return false;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Collective& op = plan.steps[i].op;
-    if (op.kind == CollectiveKind::kAllSlice) continue;
     if (op.kind == CollectiveKind::kCollectivePermute) {
       if (i > 0 && plan.steps[i - 1].op.kind == CollectiveKind::kCollectivePermute) return false;
-      continue;
-    }
-    if (op.mesh_axes.size() > 1 ||
-        (op.mesh_axes.size() == 1 && refinement.Atoms(op.mesh_axes[0]).size() > 1)) {
+    } else if (ChainsWhenGrouped(op.kind) &&
+               (op.mesh_axes.size() > 1 || refinement.Atoms(op.mesh_axes[0]).size() > 1)) {
       return false;
     }
   }
