@@ -9,6 +9,7 @@
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -31,18 +32,45 @@ TEST(MeshTest, ParsesAndPrints) {
 }
 
 TEST(MeshTest, FindsAxesByNameOfAnyLength) {
-  // Names below 8 bytes are compared as packed integers, longer ones character by character;
-  // prefixes, extensions and names that differ only in the middle must not match.
-  Mesh mesh = M("a=2,ab=2,abcdefg=2,abcdefgh=2,abcdefghi=2,pipeline_stage=2,pipeline_stagf=2");
-  const std::vector<std::string> names = {
-      "a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "pipeline_stage", "pipeline_stagf"};
+  // Names below 8 bytes are compared as one packed integer, names of 8-15 bytes as two, longer
+  // ones character by character; prefixes, extensions and names that differ only in the
+  // middle, in byte 8 or in their last byte must not match.
+  Mesh mesh =
+      M("a=2,ab=2,abcdefg=2,abcdefgh=2,abcdefghi=2,pipeline_stage=2,pipeline_stagf=2,"
+        "abcdefghijklmno=2,abcdefghijklmnop=2,abcdefghijklmnopq=2,abcdefghXjklmno=2");
+  const std::vector<std::string> names = {"a",
+                                          "ab",
+                                          "abcdefg",
+                                          "abcdefgh",
+                                          "abcdefghi",
+                                          "pipeline_stage",
+                                          "pipeline_stagf",
+                                          "abcdefghijklmno",
+                                          "abcdefghijklmnop",
+                                          "abcdefghijklmnopq",
+                                          "abcdefghXjklmno"};
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(mesh.AxisIndex(names[i]), static_cast<int>(i)) << names[i];
   }
-  for (const char* absent : {"", "b", "abc", "abcdefgi", "abcdefghij", "pipeline_stagg"}) {
+  for (const char* absent :
+       {"", "b", "abc", "abcdefgi", "abcdefghij", "pipeline_stagg", "abcdefghijklmnn",
+        "abcdefghijklmn", "abcdefghijklmnoq", "abcdefghijklmnoQ", "bbcdefghijklmno"}) {
     EXPECT_EQ(mesh.AxisIndex(absent), -1) << absent;
   }
   EXPECT_EQ(mesh.AxisIndex(std::string_view("a\0", 2)), -1);
+  EXPECT_EQ(mesh.AxisIndex(std::string_view("abcdefgh\0", 9)), -1);
+  // A mesh without names of 8-15 bytes has no such keys, and finds none.
+  EXPECT_EQ(M("x=2,tensor=4").AxisIndex("tensor:(1)2"), -1);
+  // The atoms of a refined mesh of production-style names (8-15 bytes each).
+  absl::StatusOr<AxisRefinement> refined =
+      AxisRefinement::Create(M("data=2,tensor=8"), {}, /*prime_factors=*/true);
+  ASSERT_TRUE(refined.ok()) << refined.status();
+  const Mesh& atoms = refined->refined();
+  ASSERT_EQ(atoms.num_axes(), 4);
+  for (int i = 0; i < atoms.num_axes(); ++i) {
+    EXPECT_EQ(atoms.AxisIndex(atoms.axes()[i].name), i) << atoms.axes()[i].name;
+  }
+  EXPECT_EQ(atoms.AxisIndex("tensor:(1)4"), -1);
   // Sub-axes resolve whether or not the mesh has them as atoms.
   Mesh x = M("x=8,y=2");
   EXPECT_EQ(x.Resolve("x:(2)2").index, 0);

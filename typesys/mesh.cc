@@ -140,7 +140,14 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
 
 void Mesh::KeyNames() {
   name_keys_.clear();
-  for (const MeshAxis& axis : axes_) name_keys_.push_back(ShortNameKey(axis.name));
+  mid_keys_.clear();
+  bool any_mid = false;
+  for (const MeshAxis& axis : axes_) {
+    name_keys_.push_back(ShortNameKey(axis.name));
+    any_mid = any_mid || MidNameKey(axis.name).hi != 0;
+  }
+  if (!any_mid) return;  // Left empty: no 8-15 byte name to find.
+  for (const MeshAxis& axis : axes_) mid_keys_.push_back(MidNameKey(axis.name));
 }
 
 int Mesh::LongAxisIndex(std::string_view name) const {

@@ -85,6 +85,14 @@ class Mesh {
       }
       return -1;
     }
+    if (const MidKey key = MidNameKey(name); key.hi != 0) {
+      const MidKey* keys = mid_keys_.data();
+      const int count = static_cast<int>(mid_keys_.size());
+      for (int i = 0; i < count; ++i) {
+        if (keys[i].hi == key.hi && keys[i].lo == key.lo) return i;
+      }
+      return -1;
+    }
     return LongAxisIndex(name);
   }
   bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
@@ -164,7 +172,24 @@ class Mesh {
     }
     return bytes | uint64_t{n} << 56;
   }
-  // AxisIndex for names ShortNameKey does not pack (empty, or of 8 bytes or more).
+  // `name` packed into two integers when it has 8 to 15 bytes: bytes 0-7 in `lo`, 8-14 in
+  // `hi` (first lowest, zero-padded) and the length in hi's top byte; else {0, 0}. Two such
+  // names have the same key exactly when they are equal.
+  struct MidKey {
+    uint64_t lo = 0, hi = 0;
+    bool operator==(const MidKey&) const = default;
+  };
+  static MidKey MidNameKey(std::string_view name) {
+    const size_t n = name.size();
+    if (n < sizeof(uint64_t) || n >= 2 * sizeof(uint64_t)) return {};
+    MidKey key;
+    std::memcpy(&key.lo, name.data(), 8);
+    uint64_t tail = 0;  // The last 8 bytes, shifted down to those past the first 8.
+    std::memcpy(&tail, name.data() + n - 8, 8);
+    key.hi = (n > 8 ? tail >> (8 * (16 - n)) : 0) | uint64_t{n} << 56;
+    return key;
+  }
+  // AxisIndex for names neither key packs (empty, or of 16 bytes or more).
   int LongAxisIndex(std::string_view name) const;
 
   std::vector<MeshAxis> axes_;
@@ -174,6 +199,10 @@ class Mesh {
   // integer per axis halves its cost on the atoms of refined meshes (`x:(1)2`), which share
   // their first and last characters. Derived from axes_, so equality is unaffected.
   absl::InlinedVector<uint64_t, 8> name_keys_;
+  // The same for names of 8 to 15 bytes (MidNameKey; {0, 0} for the others; empty when no
+  // name has that length): the atoms of production-style axis names (`tensor:(1)2`), which
+  // would otherwise be compared character by character.
+  absl::InlinedVector<MidKey, 8> mid_keys_;
 };
 
 // Parses `name=size,name=size,...` (whitespace around tokens is ignored). InvalidArgument with
