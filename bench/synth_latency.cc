@@ -12,6 +12,8 @@
 // case_min_p50_us / case_min_max_us, the median and the largest of the cases' fastest calls;
 // for `optimal`, proven: the cases whose plan it proved optimal (Plan::optimality).
 // BM_PercentilesSkewed/<strategy>/<axes>: the same under a heterogeneous model (SkewedModel).
+// BM_PercentilesNamed/normal/<axes>: the same with the meshes' axes named as partitioners name
+// them (NamedCases).
 // BM_PlanCacheHit/<axes>: see below.
 // --default_malloc: measure under glibc's default allocator settings (see main).
 #include <algorithm>
@@ -62,6 +64,37 @@ const std::vector<Case>& Cases() {
   return *cases;
 }
 
+// Cases() with each mesh's axes renamed by position to data, fsdp, tensor and pipe (and
+// sub-axis references with them). The suite's one-letter names understate what lookups by
+// name cost a partitioner: the prime-factor atoms of these names (`tensor:(1)2`) are 8 bytes
+// or longer (docs/benchmarks.md, "Where the targets stand").
+const std::vector<Case>& NamedCases() {
+  static const std::vector<Case>* cases = [] {
+    constexpr const char* kNames[] = {"data", "fsdp", "tensor", "pipe"};
+    auto* out = new std::vector<Case>;
+    for (const Case& c : Cases()) {
+      if (c.mesh.num_axes() > static_cast<int>(std::size(kNames))) continue;
+      std::vector<MeshAxis> axes = c.mesh.axes();
+      for (size_t a = 0; a < axes.size(); ++a) axes[a].name = kNames[a];
+      absl::StatusOr<Mesh> mesh = Mesh::Create(axes);
+      if (!mesh.ok()) continue;
+      auto rename = [&](std::string& axis) {
+        const size_t colon = axis.find(':');
+        const int a = c.mesh.AxisIndex(std::string_view(axis).substr(0, colon));
+        axis = kNames[a] + (colon == std::string::npos ? std::string() : axis.substr(colon));
+      };
+      auto renamed = [&](DistType type) {
+        for (Dim& dim : type.dims) std::for_each(dim.axes.begin(), dim.axes.end(), rename);
+        std::for_each(type.partial.begin(), type.partial.end(), rename);
+        return type;
+      };
+      out->push_back(Case{*mesh, renamed(c.from), renamed(c.to)});
+    }
+    return out;
+  }();
+  return *cases;
+}
+
 void BM_Case(benchmark::State& state) {
   const Case& c = Cases().at(state.range(1));
   SynthesisOptions options;
@@ -88,13 +121,14 @@ void BM_Percentiles(benchmark::State& state) {
   options.strategy = static_cast<Strategy>(state.range(0));
   const int axes = static_cast<int>(state.range(1));
   const bool skewed = state.range(2) != 0;
+  const std::vector<Case>& cases = state.range(3) != 0 ? NamedCases() : Cases();
   std::vector<double> samples;
   std::vector<double> fastest;  // Per case, its fastest call.
   int proven = 0;  // Plans of the last pass with Plan::optimality kProven.
   for (auto _ : state) {
     size_t k = 0;
     proven = 0;
-    for (const Case& c : Cases()) {
+    for (const Case& c : cases) {
       if (axes != 0 && c.mesh.num_axes() != axes) continue;
       if (skewed) options.cost_model = SkewedModel(c.mesh);
       auto start = std::chrono::steady_clock::now();
@@ -328,11 +362,18 @@ void Register() {
              std::string(StrategyName(s)) + "/" + std::to_string(axes))
                 .c_str(),
             BM_Percentiles)
-            ->Args({static_cast<int>(s), axes, skewed})
+            ->Args({static_cast<int>(s), axes, skewed, /*named=*/false})
             ->Unit(benchmark::kMillisecond)
             ->Iterations(s == Strategy::kNormal ? (skewed ? 20 : 200) : (skewed ? 1 : 3));
       }
     }
+  }
+  for (int axes : {0, 3}) {
+    benchmark::RegisterBenchmark(("BM_PercentilesNamed/normal/" + std::to_string(axes)).c_str(),
+                                 BM_Percentiles)
+        ->Args({static_cast<int>(Strategy::kNormal), axes, /*skewed=*/false, /*named=*/true})
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(200);
   }
 }
 
