@@ -955,12 +955,8 @@ class Compact {
   int64_t dim_size_[kMaxRank] = {};
   DistType template_;  // Element type and global shape; no axes.
   DistType from_text_, to_text_;  // Canonical, for messages (SearchOptions::describe_failures).
-  std::string FromText() const {
-    return options_.describe_failures ? ToString(from_text_) : "the source";
-  }
-  std::string ToText() const {
-    return options_.describe_failures ? ToString(to_text_) : "the target";
-  }
+  std::string FromText() const { return FailureText(options_, from_text_, "the source"); }
+  std::string ToText() const { return FailureText(options_, to_text_, "the target"); }
   uint32_t relevant_mask_ = 0;
   // The slice bound's sets S with the target's digits per dimension (SetUpSlices).
   struct Slices {

@@ -173,10 +173,8 @@ class Searcher {
   absl::StatusOr<std::vector<Step>> Run();
   absl::Status WorkExhausted() const;
   // The types as failure messages name them (SearchOptions::describe_failures).
-  std::string FromText() const {
-    return options_.describe_failures ? ToString(from_) : "the source";
-  }
-  std::string ToText() const { return options_.describe_failures ? ToString(to_) : "the target"; }
+  std::string FromText() const { return internal::FailureText(options_, from_, "the source"); }
+  std::string ToText() const { return internal::FailureText(options_, to_, "the target"); }
   int64_t settled() const { return settled_; }
   int64_t work() const { return work_; }
   int64_t generated() const { return generated_; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace reshard::internal {
@@ -123,6 +124,10 @@ bool SourceOutOfBounds(const SearchOptions& options, const RestBound& source) {
 const char* SourceOutOfBoundsReason(const SearchOptions& options) {
   return options.incumbent ? " is cheaper than the one held"
                            : " fits the cost bound (the source's lower bound is above it)";
+}
+
+std::string FailureText(const SearchOptions& options, const DistType& type, const char* unnamed) {
+  return options.describe_failures ? ToString(type) : unnamed;
 }
 
 bool PermuteClassOutOfBounds(const SearchOptions& options, const AxisCost& fastest,

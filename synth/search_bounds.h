@@ -8,6 +8,7 @@
 #define RESHARD_SYNTH_SEARCH_BOUNDS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "synth/placement.h"
@@ -136,6 +137,9 @@ bool CanBeatIncumbent(const SearchOptions& options, double us, int64_t bytes);
 bool SourceOutOfBounds(const SearchOptions& options, const RestBound& source);
 // How the NotFound of a search that SourceOutOfBounds ends continues "no plan from X to Y".
 const char* SourceOutOfBoundsReason(const SearchOptions& options);
+// `type` as a search's failure messages name it: printed when options.describe_failures, else
+// `unnamed` ("the source", "the target").
+std::string FailureText(const SearchOptions& options, const DistType& type, const char* unnamed);
 
 // Branch and bound: whether a path of cost (us, cost) so far, whose rest costs at least
 // (rest_us, bytes_floor), can still stay within options.max_cost and max_cost_us and beat the

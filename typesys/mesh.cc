@@ -1,5 +1,6 @@
 #include "typesys/mesh.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -141,13 +142,14 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
 void Mesh::KeyNames() {
   name_keys_.clear();
   mid_keys_.clear();
-  bool any_mid = false;
   for (const MeshAxis& axis : axes_) {
     name_keys_.push_back(ShortNameKey(axis.name));
-    any_mid = any_mid || MidNameKey(axis.name).hi != 0;
+    mid_keys_.push_back(MidNameKey(axis.name));
   }
-  if (!any_mid) return;  // Left empty: no 8-15 byte name to find.
-  for (const MeshAxis& axis : axes_) mid_keys_.push_back(MidNameKey(axis.name));
+  // No 8-15 byte name to find: left empty, so copies of the mesh carry no second list.
+  if (std::all_of(mid_keys_.begin(), mid_keys_.end(), [](const MidKey& k) { return k.hi == 0; })) {
+    mid_keys_.clear();
+  }
 }
 
 int Mesh::LongAxisIndex(std::string_view name) const {

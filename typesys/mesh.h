@@ -75,7 +75,9 @@ class Mesh {
   int64_t num_devices() const { return num_devices_; }
 
   // Index of the axis named `name`, or -1 when there is none. (Inline: the synthesizer looks
-  // axes up by name tens of thousands of times per call, most through AxisSize and GroupSize.)
+  // axes up by name tens of thousands of times per call, most through AxisSize and GroupSize.
+  // Short names keep their one-integer key: one two-integer key for every name cost the
+  // one-letter suite 1.5 % of its instructions.)
   int AxisIndex(std::string_view name) const {
     if (const uint64_t key = ShortNameKey(name); key != 0) {
       const uint64_t* keys = name_keys_.data();
