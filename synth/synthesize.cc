@@ -100,10 +100,13 @@ constexpr int64_t kPermutePricingWork = 256;
 constexpr int64_t kNormalSearchWork = int64_t{1} << 20;
 constexpr int64_t kFallbackWork = int64_t{1} << 28;
 constexpr int64_t kOptimalWork = int64_t{1} << 30;
-// `optimal`'s charge per visit of its heuristic's walk (SearchOptions::walk_visit_work): a
-// visit took ~10 ns on x=8,y=32,z=2,w=8 refined into atoms, where the nominal unit per device
-// undercharged the walks ~6x and `optimal` ran ~7 s on its budget.
-constexpr int64_t kOptimalWalkVisitWork = 8;
+// The exhaustive searches' charge per visit of their heuristic's walk
+// (SearchOptions::walk_visit_work), `optimal`'s and `normal`'s fallback: a visit took ~10 ns
+// on x=8,y=32,z=2,w=8 refined into atoms, where the nominal unit per device undercharged the
+// walks ~6x and `optimal` ran ~7 s on its budget. The fallback, charged nominally, ran ~1.1 s
+// on 8-axis meshes of ~10^4 devices (~1 100 visits of ~130 instructions per walk on 4 608
+// devices) and then usually gave up (docs/benchmarks.md, "Meshes of many axes").
+constexpr int64_t kExactWalkVisitWork = 8;
 // `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
 // Transfer (~150 bytes), and checking and pricing the step visit each one.
 constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
@@ -1751,6 +1754,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   options.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   options.max_states = kFallbackStates;
   options.max_work = kFallbackWork;
+  options.walk_visit_work = kExactWalkVisitWork;
   options.fill_permute_pairs = false;
   options.bytes_bound = true;
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
@@ -2783,7 +2787,7 @@ absl::StatusOr<std::vector<Step>> OptimalSteps(const Mesh& mesh, const DistType&
     normal = *incumbent;  // Nothing beat it (with an incumbent, NormalSteps' only NotFound).
   }
   return BranchAndBound(mesh, from, to, options, std::move(normal), kOptimalWork,
-                        kOptimalWalkVisitWork, gave_up);
+                        kExactWalkVisitWork, gave_up);
 }
 
 // Whether `normal` ends with BranchAndBound: under the time objective with a model whose axes
