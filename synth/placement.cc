@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -251,6 +252,7 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t
     outer.erase(largest);
   }
   const int k = static_cast<int>(outer.size());
+  const WalkedAxis* const outer_axes = outer.data();
   absl::InlinedVector<int64_t, 8> f_offsets(rank, 0), t_offsets(rank, 0);
   absl::InlinedVector<int64_t, 16> coords(k, 0);
   int64_t* const f = f_offsets.data();
@@ -291,7 +293,7 @@ Lacking WalkUsedAxes(absl::Span<const WalkedAxis> used, int64_t devices, int64_t
     if (!need_total && least_held == 0) break;  // Nothing held: the most lacking.
     int q = k - 1;
     for (; q >= 0; --q) {
-      const WalkedAxis& a = outer[q];
+      const WalkedAxis& a = outer_axes[q];
       if (++coord[q] < a.size) {
         if (a.from_dim >= 0) f[a.from_dim] += a.from_step;
         if (a.to_dim >= 0) t[a.to_dim] += a.to_step;
@@ -351,6 +353,10 @@ int64_t ByDimensionCost(const DimensionSplit& split) {
 // tuples of the other axes are the product of each dimension's sum over its own axes' tuples,
 // and their least is the product of each dimension's least (overlaps are never negative).
 // Visits linking tuples times the sum, not the product, of the dimensions' tuples.
+// A dimension's overlaps depend on its two block offsets only through their difference, so
+// a linked dimension's sums are computed once per difference (linking tuples often repeat
+// few of them); `visits` still counts every recomputation they stand for, as the searches
+// charge by it.
 Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t alike,
                         absl::Span<const int64_t> from_local, absl::Span<const int64_t> to_local,
                         int64_t target_elements, bool need_total) {
@@ -358,22 +364,26 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
   struct Sums {
     __int128 sum = 0;
     int64_t least = std::numeric_limits<int64_t>::max();
+    int64_t visits = 0;  // Of the walk that computed them.
   };
   // Dimension d's sum and least overlap over the tuples of its own axes, its blocks starting
   // at `f` and `t` (offsets from the linking axes).
-  int64_t visits = 0;
+  // (Raw pointers in the loops: Debian's hardened Abseil checks every InlinedVector index.)
   auto dimension = [&](int d, int64_t f, int64_t t) {
-    const absl::InlinedVector<WalkedAxis, 8>& axes = split.local[d];
-    absl::InlinedVector<int64_t, 8> coords(axes.size(), 0);
+    const WalkedAxis* axes = split.local[d].data();
+    const int num_axes = static_cast<int>(split.local[d].size());
+    absl::InlinedVector<int64_t, 8> coords_storage(num_axes, 0);
+    int64_t* coords = coords_storage.data();
+    const int64_t from_length = from_local[d], to_length = to_local[d];
     Sums out;
     while (true) {
-      ++visits;
+      ++out.visits;
       const int64_t overlap =
-          std::max<int64_t>(0, std::min(f + from_local[d], t + to_local[d]) - std::max(f, t));
+          std::max<int64_t>(0, std::min(f + from_length, t + to_length) - std::max(f, t));
       out.sum += overlap;
       out.least = std::min(out.least, overlap);
       if (!need_total && out.least == 0) return out;
-      int q = static_cast<int>(axes.size()) - 1;
+      int q = num_axes - 1;
       for (; q >= 0; --q) {
         const WalkedAxis& a = axes[q];
         const int64_t f_step = a.from_dim == d ? a.from_step : 0;
@@ -390,27 +400,51 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
       if (q < 0) return out;
     }
   };
+  int64_t visits = 0;
   absl::InlinedVector<Sums, 4> fixed(rank);  // The dimensions no linking axis touches.
   for (int d = 0; d < rank; ++d) {
-    if (!split.linked[d]) fixed[d] = dimension(d, 0, 0);
+    if (!split.linked[d]) {
+      fixed[d] = dimension(d, 0, 0);
+      visits += fixed[d].visits;
+    }
   }
-  const absl::InlinedVector<WalkedAxis, 16>& linking = split.linking;
-  absl::InlinedVector<int64_t, 4> f(rank, 0), t(rank, 0);
-  absl::InlinedVector<int64_t, 16> coords(linking.size(), 0);
+  // Per linked dimension of more than one tuple: its sums by block offset difference.
+  absl::InlinedVector<absl::flat_hash_map<int64_t, Sums>, 4> by_difference_storage(rank);
+  absl::flat_hash_map<int64_t, Sums>* by_difference = by_difference_storage.data();
+  const int64_t* local_tuples = split.local_tuples.data();
+  auto linked = [&](int d, int64_t f, int64_t t) {
+    if (local_tuples[d] == 1) return dimension(d, f, t);
+    auto [it, fresh] = by_difference[d].try_emplace(f - t);
+    if (fresh) it->second = dimension(d, f, t);
+    return it->second;
+  };
+  const Sums* fixed_sums = fixed.data();
+  const WalkedAxis* linking = split.linking.data();
+  const int num_linking = static_cast<int>(split.linking.size());
+  const bool* is_linked = split.linked.data();
+  absl::InlinedVector<int64_t, 4> f_storage(rank, 0), t_storage(rank, 0);
+  absl::InlinedVector<int64_t, 16> coords_storage(num_linking, 0);
+  int64_t *f = f_storage.data(), *t = t_storage.data(), *coords = coords_storage.data();
   int64_t least_held = std::numeric_limits<int64_t>::max();
   __int128 held_sum = 0;
   while (true) {
     __int128 sum = 1;
     int64_t least = 1;
     for (int d = 0; d < rank && (need_total || least > 0); ++d) {
-      const Sums s = split.linked[d] ? dimension(d, f[d], t[d]) : fixed[d];
+      if (!is_linked[d]) {
+        sum *= fixed_sums[d].sum;
+        least *= fixed_sums[d].least;
+        continue;
+      }
+      const Sums s = linked(d, f[d], t[d]);
+      visits += s.visits;
       sum *= s.sum;
       least *= s.least;
     }
     least_held = std::min(least_held, least);
     held_sum += sum;
     if (!need_total && least_held == 0) break;
-    int q = static_cast<int>(linking.size()) - 1;
+    int q = num_linking - 1;
     for (; q >= 0; --q) {
       const WalkedAxis& a = linking[q];
       if (++coords[q] < a.size) {
@@ -624,18 +658,47 @@ int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in
     rest_min[k] = rest_min[k + 1] + std::min<int64_t>(0, span);
     rest_max[k] = rest_max[k + 1] + std::max<int64_t>(0, span);
   }
-  absl::flat_hash_map<int64_t, int64_t> sums = {{0, 1}}, next;
+  // (sum, count) pairs with distinct sums, sorted by sum. A term shifts the list once per
+  // coordinate: sorted runs, merged pairwise (a hash map of sums was ~40 % of the count).
+  using Sum = std::pair<int64_t, int64_t>;
+  auto by_sum = [](const Sum& a, const Sum& b) { return a.first < b.first; };
+  std::vector<Sum> sums = {{0, 1}}, next, merged;
+  std::vector<size_t> runs, merged_runs;  // Where each sorted run of `next` begins.
   for (size_t k = 0; k + 1 < m; ++k) {
     next.clear();
+    next.reserve(sums.size() * terms[k].size);
+    runs.clear();
     if (work != nullptr) *work += static_cast<int64_t>(sums.size()) * terms[k].size;
-    for (const auto& [sum, count] : sums) {
-      for (int64_t c = 0; c < terms[k].size; ++c) {
+    for (int64_t c = 0; c < terms[k].size; ++c) {
+      runs.push_back(next.size());
+      for (const auto& [sum, count] : sums) {
         const int64_t v = sum + c * terms[k].diff;
         if (v + rest_min[k + 1] > 0 || v + rest_max[k + 1] < 0) continue;
-        next[v] += count;
+        next.emplace_back(v, count);
       }
     }
-    std::swap(sums, next);
+    while (runs.size() > 1) {
+      merged.clear();
+      merged.reserve(next.size());
+      merged_runs.clear();
+      for (size_t r = 0; r < runs.size(); r += 2) {
+        merged_runs.push_back(merged.size());
+        const auto begin = next.begin() + runs[r];
+        const auto middle = r + 1 < runs.size() ? next.begin() + runs[r + 1] : next.end();
+        const auto end = r + 2 < runs.size() ? next.begin() + runs[r + 2] : next.end();
+        std::merge(begin, middle, middle, end, std::back_inserter(merged), by_sum);
+      }
+      std::swap(next, merged);
+      std::swap(runs, merged_runs);
+    }
+    sums.clear();
+    for (const auto& [v, count] : next) {
+      if (!sums.empty() && sums.back().first == v) {
+        sums.back().second += count;
+      } else {
+        sums.emplace_back(v, count);
+      }
+    }
   }
   const Term& last = terms.back();
   int64_t kept = 0;
