@@ -773,9 +773,77 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
           }
           EXPECT_LE(got.visits, tuples) << where;
         }
+        // The walk by dimension with the total visits every tuple of the linking axes (in a
+        // dimension of each type, different ones) and per tuple every tuple of each linked
+        // dimension's own axes, even where it reuses sums computed for an earlier tuple:
+        // the searches charge by these visits.
+        if (walk == internal::LackingWalk::kByDimension && need_total) {
+          int64_t linking = 1;
+          std::vector<int64_t> own(rank, 1);
+          std::vector<bool> linked(rank, false);
+          for (const MeshAxis& axis : mesh_axes) {
+            const int i = AxisUse(from, axis.name), j = AxisUse(to, axis.name);
+            if (axis.size == 1 || (i < 0 && j < 0)) continue;
+            if (i >= 0 && j >= 0 && i != j) {
+              linking *= axis.size;
+              linked[i] = linked[j] = true;
+            } else {
+              own[i >= 0 ? i : j] *= axis.size;
+            }
+          }
+          int64_t per_tuple = 0, once = 0;
+          for (int i = 0; i < rank; ++i) (linked[i] ? per_tuple : once) += own[i];
+          EXPECT_EQ(got.visits, linking * per_tuple + once) << where;
+        }
       }
     }
   }
+}
+
+// MovedDevices on meshes of more than 4 096 devices, where it counts the solutions of the
+// placement-key equation by merged runs of partial sums instead of walking the devices,
+// against the definition: the devices whose block differs. Pairs of one local shape: axis
+// orders shuffled within dimensions and equal-size axes swapped between them.
+TEST(MovedDevices, CountsByPartialSumsOnLargeMeshes) {
+  std::mt19937 rng(5);
+  const char* names[] = {"a", "b", "c", "d", "e", "f", "g"};
+  const int64_t sizes[] = {2, 2, 4, 3, 8};
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<MeshAxis> mesh_axes;
+    int64_t product = 1;
+    for (int a = 0; a < 7 && product <= 4096; ++a) {
+      mesh_axes.push_back({names[a], sizes[rng() % 5]});
+      product *= mesh_axes.back().size;
+    }
+    if (product <= 4096) continue;
+    const Mesh mesh = *Mesh::Create(mesh_axes);
+    const int rank = 2 + static_cast<int>(rng() % 2);
+    DistType in;
+    in.dims.resize(rank);
+    for (const MeshAxis& axis : mesh_axes) in.dims[rng() % rank].axes.push_back(axis.name);
+    for (Dim& dim : in.dims) dim.size = mesh.GroupSize(dim.axes) * (1 + rng() % 2);
+    DistType out = in;
+    for (int move = 0; move < 4; ++move) {
+      Dim& dim = out.dims[rng() % rank];
+      std::shuffle(dim.axes.begin(), dim.axes.end(), rng);
+      Dim& other = out.dims[rng() % rank];
+      if (dim.axes.empty() || other.axes.empty()) continue;
+      std::string& x = dim.axes[rng() % dim.axes.size()];
+      std::string& y = other.axes[rng() % other.axes.size()];
+      if (mesh.AxisSize(x) == mesh.AxisSize(y)) std::swap(x, y);
+    }
+    ASSERT_TRUE(Validate(mesh, in).ok() && Validate(mesh, out).ok());
+    ASSERT_EQ(LocalShape(mesh, in), LocalShape(mesh, out));
+    int64_t moved = 0;
+    for (int64_t device = 0; device < mesh.num_devices(); ++device) {
+      if (BlockOffset(mesh, in, device) != BlockOffset(mesh, out, device)) ++moved;
+    }
+    EXPECT_EQ(internal::MovedDevices(mesh, in, out), moved)
+        << mesh.ToString() << " " << ToString(in) << " -> " << ToString(out);
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
 }
 
 // `optimal`'s charge per visit of the heuristic's walk (SearchOptions::walk_visit_work): on a
