@@ -198,7 +198,9 @@ int64_t CommonIndices(int64_t n, const SliceDigits& a, const SliceDigits& b, con
 //   32) visits instead of 2 048 tuples.
 // Without `need_total` a walk stops at the first device that holds nothing.
 // `visits`: what the walk cost, in kEveryTuple's visits of one tuple (the unit the choice of
-// walk counts in), for searches that charge their work by it.
+// walk counts in), for searches that charge their work by it. (kByDimension reuses a
+// dimension's sums where its block offsets differ as before, but counts the visits it stands
+// for: the searches' budgets were tuned on that count.)
 struct Lacking {
   int64_t worst = 0;
   __int128 total = -1;

@@ -105,7 +105,7 @@ constexpr int64_t kOptimalWork = int64_t{1} << 30;
 // on x=8,y=32,z=2,w=8 refined into atoms, where the nominal unit per device undercharged the
 // walks ~6x and `optimal` ran ~7 s on its budget. The fallback, charged nominally, ran ~1.1 s
 // on 8-axis meshes of ~10^4 devices (~1 100 visits of ~130 instructions per walk on 4 608
-// devices) and then usually gave up (docs/benchmarks.md, "Meshes of many axes").
+// devices) and then usually gave up (docs/benchmarks.md, "The fallback search on many axes").
 constexpr int64_t kExactWalkVisitWork = 8;
 // `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
 // Transfer (~150 bytes), and checking and pricing the step visit each one.
