@@ -659,7 +659,7 @@ int64_t MovedDevicesFromWeights(const Mesh& mesh, absl::Span<const int64_t> w_in
     rest_max[k] = rest_max[k + 1] + std::max<int64_t>(0, span);
   }
   // (sum, count) pairs with distinct sums, sorted by sum. A term shifts the list once per
-  // coordinate: sorted runs, merged pairwise (a hash map of sums took ~40 % of the count's
+  // coordinate: sorted runs, merged pairwise (a hash map of sums took over half of the count's
   // instructions on 6-axis meshes of ~10^4 devices).
   using Sum = std::pair<int64_t, int64_t>;
   auto by_sum = [](const Sum& a, const Sum& b) { return a.first < b.first; };
