@@ -401,9 +401,11 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
     }
   };
   int64_t visits = 0;
-  absl::InlinedVector<Sums, 4> fixed(rank);  // The dimensions no linking axis touches.
+  absl::InlinedVector<Sums, 4> fixed_storage(rank);  // The dimensions no linking axis touches.
+  Sums* fixed = fixed_storage.data();
+  const bool* is_linked = split.linked.data();
   for (int d = 0; d < rank; ++d) {
-    if (!split.linked[d]) {
+    if (!is_linked[d]) {
       fixed[d] = dimension(d, 0, 0);
       visits += fixed[d].visits;
     }
@@ -418,10 +420,8 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
     if (fresh) it->second = dimension(d, f, t);
     return it->second;
   };
-  const Sums* fixed_sums = fixed.data();
   const WalkedAxis* linking = split.linking.data();
   const int num_linking = static_cast<int>(split.linking.size());
-  const bool* is_linked = split.linked.data();
   absl::InlinedVector<int64_t, 4> f_storage(rank, 0), t_storage(rank, 0);
   absl::InlinedVector<int64_t, 16> coords_storage(num_linking, 0);
   int64_t *f = f_storage.data(), *t = t_storage.data(), *coords = coords_storage.data();
@@ -432,8 +432,8 @@ Lacking WalkByDimension(const DimensionSplit& split, int64_t devices, int64_t al
     int64_t least = 1;
     for (int d = 0; d < rank && (need_total || least > 0); ++d) {
       if (!is_linked[d]) {
-        sum *= fixed_sums[d].sum;
-        least *= fixed_sums[d].least;
+        sum *= fixed[d].sum;
+        least *= fixed[d].least;
         continue;
       }
       const Sums s = linked(d, f[d], t[d]);

@@ -91,6 +91,7 @@ class Mesh {
       const MidKey* keys = mid_keys_.data();
       const int count = static_cast<int>(mid_keys_.size());
       for (int i = 0; i < count; ++i) {
+        // `hi` first (not MidKey's ==): the atoms of one axis share their first 8 bytes.
         if (keys[i].hi == key.hi && keys[i].lo == key.lo) return i;
       }
       return -1;
