@@ -14,6 +14,7 @@
 #include "synth/synthesize.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -24,8 +25,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -110,6 +114,15 @@ constexpr int64_t kExactWalkVisitWork = 8;
 // `direct` refuses plans with more all_to_all_v boxes than this: every box is a heap-allocated
 // Transfer (~150 bytes), and checking and pricing the step visit each one.
 constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
+
+// ShapedMiddle's bridged form: the suffix moves it makes from each end of a middle, the types
+// each side may reach, and the joins it prices. One move a side joins the middles of the
+// many-axis cases whose searches gave up (docs/synthesis.md, "All_to_alls to the shape, then
+// one permute"); a second is made where the first joins nothing, and on a 768-device rank-4
+// case reaches ~400 types a side.
+constexpr int kBridgeDepth = 2;
+constexpr size_t kBridgeStates = 512;
+constexpr size_t kBridgeJoins = 64;
 
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
@@ -543,6 +556,179 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
   return steps;
 }
 
+// The types a middle's end reaches by all_to_alls that each move a suffix of one dimension's
+// axes to the end of another dimension's, within `max_us` (with a model), breadth first:
+// `Deepen` adds those one more move away. A move whose group divides the receiving
+// dimension's local size is valid and keeps the local size and the partial axes, so every
+// type reached could sit in a middle that starts or ends at the end. Types are kept as the
+// end's axes by index per dimension (the moves only carry them between dimensions); Path
+// builds the DistTypes of the few that ShapedMiddle joins.
+class SuffixMoves {
+ public:
+  static constexpr int kMaxRank = 8;
+  static constexpr int kMaxAxes = 32;  // Axes in the dimensions: a bit each in a group mask.
+  using Shape = std::array<int64_t, kMaxRank>;
+
+  SuffixMoves(const Mesh& mesh, const DistType& end, const CostModel* model, double max_us)
+      : mesh_(mesh), end_(end), model_(model), max_us_(max_us), rank_(end.rank()) {
+    Node node;
+    int n = 0;
+    fits_ = rank_ <= kMaxRank;
+    for (int d = 0; d < rank_ && fits_; ++d) {
+      for (const std::string& axis : end.dims[d].axes) {
+        if (n == kMaxAxes) {
+          fits_ = false;
+          break;
+        }
+        names_.push_back(&axis);
+        sizes_[n] = mesh.AxisSize(axis);
+        node.ax[n] = static_cast<uint8_t>(n);
+        ++n;
+      }
+      if (!fits_) break;
+      node.end[d] = static_cast<uint8_t>(n);
+      node.shape[d] = LocalDimSize(mesh, end.dims[d]);
+    }
+    if (!fits_) return;
+    num_axes_ = n;
+    local_bytes_ = LocalBytes(mesh, end);
+    seen_.insert(Hash(node));
+    nodes_.push_back(node);
+  }
+  // False where the end has more than kMaxRank dimensions or kMaxAxes axes in them: nothing
+  // is reached.
+  bool fits() const { return fits_; }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const Shape& shape(int i) const { return nodes_[i].shape; }
+  double us(int i) const { return nodes_[i].us; }
+  int64_t bytes(int i) const { return nodes_[i].bytes; }
+  // False once kBridgeStates types are reached (the last level then stops part way).
+  bool Deepen() {
+    const size_t level_end = nodes_.size();
+    for (; next_ < level_end; ++next_) {
+      for (int from = 0; from < rank_; ++from) {
+        const int begin = Begin(nodes_[next_], from), stop = nodes_[next_].end[from];
+        int64_t group = 1;
+        uint32_t mask = 0;
+        for (int k = 1; k <= stop - begin; ++k) {
+          const int id = nodes_[next_].ax[stop - k];
+          group *= sizes_[id];
+          mask |= 1u << id;
+          for (int onto = 0; onto < rank_; ++onto) {
+            if (onto == from || nodes_[next_].shape[onto] % group != 0) continue;
+            if (!Add(next_, from, k, onto, group, mask)) return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+  // Whether reached type i here and reached type j of `other` are the same type.
+  bool Same(int i, const SuffixMoves& other, int j) const {
+    const Node& a = nodes_[i];
+    const Node& b = other.nodes_[j];
+    if (!std::equal(a.end.begin(), a.end.begin() + rank_, b.end.begin())) return false;
+    for (int n = 0; n < (rank_ > 0 ? a.end[rank_ - 1] : 0); ++n) {
+      if (*names_[a.ax[n]] != *other.names_[b.ax[n]]) return false;
+    }
+    return true;
+  }
+  // The moves from the end to reached type i, in order, with their types.
+  std::vector<Step> Path(int i) const {
+    std::vector<int> chain;
+    for (; nodes_[i].parent >= 0; i = nodes_[i].parent) chain.push_back(i);
+    std::vector<Step> steps;
+    const DistType* type = &end_;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      const Node& node = nodes_[*it];
+      DistType next = *type;
+      std::vector<std::string>& axes = next.dims[node.from].axes;
+      std::vector<std::string> moving(axes.end() - node.k, axes.end());
+      axes.resize(axes.size() - node.k);
+      std::vector<std::string>& into = next.dims[node.onto].axes;
+      into.insert(into.end(), moving.begin(), moving.end());
+      steps.push_back(
+          Step{Collective::AllToAll(std::move(moving), node.from, node.onto), std::move(next)});
+      type = &steps.back().type;
+    }
+    return steps;
+  }
+
+ private:
+  struct Node {
+    std::array<uint8_t, kMaxAxes> ax{};   // Axis indices, dimension after dimension.
+    std::array<uint8_t, kMaxRank> end{};  // Where each dimension's indices end in `ax`.
+    Shape shape{};
+    int parent = -1;
+    uint8_t from = 0, k = 0, onto = 0;  // The move from the parent.
+    double us = 0;
+    int64_t bytes = 0;
+  };
+  int Begin(const Node& node, int dim) const { return dim == 0 ? 0 : node.end[dim - 1]; }
+  uint64_t Hash(const Node& node) const {
+    uint64_t h = 0xcbf29ce484222325u;  // FNV-1a over the indices and the dimension ends.
+    for (int n = 0; n < num_axes_; ++n) h = (h ^ node.ax[n]) * 0x100000001b3u;
+    for (int d = 0; d < rank_; ++d) h = (h ^ (0x100u | node.end[d])) * 0x100000001b3u;
+    return h;
+  }
+
+  bool Add(size_t parent, int from, int k, int onto, int64_t group, uint32_t mask) {
+    Node node = nodes_[parent];
+    node.parent = static_cast<int>(parent);
+    node.from = static_cast<uint8_t>(from);
+    node.k = static_cast<uint8_t>(k);
+    node.onto = static_cast<uint8_t>(onto);
+    if (model_ != nullptr) {  // CostModel::StepCostUs of the all_to_all.
+      node.us += GroupCollectiveUs(CollectiveKind::kAllToAll, static_cast<double>(group),
+                                   GroupCost(mask), static_cast<double>(local_bytes_));
+      if (node.us > max_us_) return true;
+    }
+    node.bytes += mesh_.num_devices() * (group - 1) * (local_bytes_ / group);  // StepBytes.
+    // Move the suffix [stop - k, stop) of `from` to the end of `onto`: rotate the indices
+    // between them, and shift the dimension ends in between.
+    const int stop = node.end[from];
+    if (from < onto) {
+      std::rotate(node.ax.begin() + (stop - k), node.ax.begin() + stop,
+                  node.ax.begin() + node.end[onto]);
+      for (int d = from; d < onto; ++d) node.end[d] -= k;
+    } else {
+      const int at = node.end[onto];
+      std::rotate(node.ax.begin() + at, node.ax.begin() + (stop - k), node.ax.begin() + stop);
+      for (int d = onto; d < from; ++d) node.end[d] += k;
+    }
+    node.shape[from] *= group;
+    node.shape[onto] /= group;
+    // Two layouts with one 64-bit hash would only cost the bridge a type to try.
+    if (!seen_.insert(Hash(node)).second) return true;
+    nodes_.push_back(node);
+    return nodes_.size() < kBridgeStates;
+  }
+  // The group cost (CostModel::Group) of the axes in `mask`, remembered.
+  AxisCost GroupCost(uint32_t mask) {
+    if (auto it = group_cost_.find(mask); it != group_cost_.end()) return it->second;
+    std::vector<std::string> axes;
+    for (int n = 0; n < num_axes_; ++n) {
+      if (mask & (1u << n)) axes.push_back(*names_[n]);
+    }
+    return group_cost_[mask] = model_->Group(mesh_, axes);
+  }
+
+  const Mesh& mesh_;
+  const DistType& end_;
+  const CostModel* model_;
+  double max_us_;
+  int rank_;
+  bool fits_ = true;
+  int num_axes_ = 0;
+  std::vector<const std::string*> names_;
+  std::array<int64_t, kMaxAxes> sizes_{};
+  int64_t local_bytes_ = 0;
+  std::vector<Node> nodes_;
+  absl::flat_hash_set<uint64_t> seen_;
+  absl::flat_hash_map<uint32_t, AxisCost> group_cost_;
+  size_t next_ = 0;
+};
+
 // A middle without search where `in`'s and `out`'s local shapes differ (same partial axes):
 // ShapeMoves from `in` to `out`'s local shape, then one permute (unpaired) where the types
 // still differ; or its mirror, one permute from `in` to where ShapeMoves from `out` to `in`'s
@@ -601,11 +787,14 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
       path->step_us = std::move(step_us);
     }
   };
+  bool formed = false;  // Whether either form exists (within max_us or not).
   if (std::optional<std::vector<Step>> moves = ShapeMoves(mesh, in, in_shape, out_shape)) {
+    formed = true;
     if (!(moves->back().type == out)) moves->push_back(Step{Collective::Permute({}), out});
     consider(*std::move(moves));
   }
   if (std::optional<std::vector<Step>> moves = ShapeMoves(mesh, out, out_shape, in_shape)) {
+    formed = true;
     std::vector<Step> steps;
     if (!(moves->back().type == in)) {
       steps.push_back(Step{Collective::Permute({}), moves->back().type});
@@ -614,6 +803,63 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
       const Collective& op = (*moves)[i].op;
       steps.push_back(Step{Collective::AllToAll(op.mesh_axes, op.split_dim, op.dim),
                            i > 0 ? (*moves)[i - 1].type : out});
+    }
+    consider(std::move(steps));
+  }
+  if (formed) return best;
+  // Neither form exists (a dimension's local size must grow by one factor and shrink by
+  // another: x=2,y=4,z=2,w=2,u=8,v=3 [768,192{u,w,y},48{x,z},3072{v}] ->
+  // [768,192{v,z},48{w,x},3072{u,y}] moves v forward, permutes and moves [u,y]): meet in the
+  // middle. Types reached from `in` by suffix moves are joined by one permute (or nothing) to
+  // types from which such moves reach `out`, where their local shapes agree; the joins are
+  // tried cheapest first by their moves' price and the permute's floor. One move a side
+  // first, two where that joins nothing.
+  SuffixMoves ahead(mesh, in, model, max_us), behind(mesh, out, model, max_us);
+  if (!ahead.fits() || !behind.fits()) return best;
+  const double permute_floor_us = model != nullptr ? PermuteFloorUs(mesh, *model, in) : 0;
+  struct Join {
+    std::tuple<double, int64_t> floor;
+    int ahead, behind;
+    bool permute;
+  };
+  std::vector<Join> joins;
+  bool room = true;  // Neither side stopped at kBridgeStates.
+  for (int depth = 1; depth <= kBridgeDepth && joins.empty() && room; ++depth) {
+    room = ahead.Deepen();
+    room = behind.Deepen() && room;
+    absl::flat_hash_map<SuffixMoves::Shape, std::vector<int>> behind_by_shape;
+    for (int r = 0; r < behind.size(); ++r) behind_by_shape[behind.shape(r)].push_back(r);
+    for (int a = 0; a < ahead.size(); ++a) {
+      const auto it = behind_by_shape.find(ahead.shape(a));
+      if (it == behind_by_shape.end()) continue;
+      for (int r : it->second) {
+        const bool permute = !ahead.Same(a, behind, r);
+        joins.push_back(Join{{ahead.us(a) + behind.us(r) + (permute ? permute_floor_us : 0),
+                              ahead.bytes(a) + behind.bytes(r)},
+                             a,
+                             r,
+                             permute});
+      }
+    }
+  }
+  std::sort(joins.begin(), joins.end(),
+            [](const Join& a, const Join& b) { return a.floor < b.floor; });
+  if (joins.size() > kBridgeJoins) joins.resize(kBridgeJoins);
+  for (const Join& join : joins) {
+    // The reversed moves cost what the forward ones do (same groups, same local bytes).
+    if (model != nullptr ? std::get<0>(join.floor) > std::get<0>(best_cost)
+                         : std::get<1>(join.floor) > std::get<1>(best_cost)) {
+      break;
+    }
+    std::vector<Step> steps = ahead.Path(join.ahead);
+    const std::vector<Step> back = behind.Path(join.behind);
+    if (join.permute) {
+      steps.push_back(Step{Collective::Permute({}), back.empty() ? out : back.back().type});
+    }
+    for (size_t i = back.size(); i-- > 0;) {  // Each move undone, as the mirror form.
+      const Collective& op = back[i].op;
+      steps.push_back(Step{Collective::AllToAll(op.mesh_axes, op.split_dim, op.dim),
+                           i > 0 ? back[i - 1].type : out});
     }
     consider(std::move(steps));
   }

@@ -943,6 +943,19 @@ TEST(NormalTest, MirroredShapedMiddleUnderTheBytesObjective) {
   ExpectSound(*plan);
 }
 
+TEST(NormalTest, BridgedShapedMiddleWhereNeitherFormExists) {
+  // From [36{z,w},144{y}] (local [6,36]) to [36{y},144{w,z}] ([9,24]) dimension 0 must shed a
+  // factor 3 and gain 2, dimension 1 the reverse, so neither of ShapedMiddle's one-sided forms
+  // exists where the refined search gives up; the bridge moves w forward, permutes and moves
+  // y:(2)2 back (25.027 µs; optimal 25.023). Before it, a costlier valley won (30.036 µs).
+  ExpectNormalCost("x=4,y=4,z=2,w=3", "f32[36{z,w},144{y}]", "f32[36{y},144{w}]", 25.027);
+  // Every middle search of this 768-device case gives up and the fallback search after them
+  // too: normal had no plan. The bridge's all_to_all v, permute, all_to_all [u,y] is the
+  // middle of optimal's plan (6561.896 µs).
+  ExpectLargeNormalPlan("x=2,y=4,z=2,w=2,u=8,v=3", "f32[768,192{u,w},48{x},3072{v}] partial{y}",
+                        "f32[768,192{v,z},48{w,x},3072{u,y}]", CostModel(), 6561.9);
+}
+
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
   const std::vector<CollectiveKind> scatter_permute_gather = {
       CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
