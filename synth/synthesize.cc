@@ -556,6 +556,16 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
   return steps;
 }
 
+// Appends to `steps` the all_to_alls `moves` (made from `end`) undone, last first: the axes
+// travel back, and the last undone step ends at `end`.
+void AppendUndone(const std::vector<Step>& moves, const DistType& end, std::vector<Step>& steps) {
+  for (size_t i = moves.size(); i-- > 0;) {
+    const Collective& op = moves[i].op;
+    steps.push_back(Step{Collective::AllToAll(op.mesh_axes, op.split_dim, op.dim),
+                         i > 0 ? moves[i - 1].type : end});
+  }
+}
+
 // The types a middle's end reaches by all_to_alls that each move a suffix of one dimension's
 // axes to the end of another dimension's, within `max_us` (with a model), breadth first:
 // `Deepen` adds those one more move away. A move whose group divides the receiving
@@ -799,11 +809,7 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
     if (!(moves->back().type == in)) {
       steps.push_back(Step{Collective::Permute({}), moves->back().type});
     }
-    for (size_t i = moves->size(); i-- > 0;) {  // Each move undone: the axes travel back.
-      const Collective& op = (*moves)[i].op;
-      steps.push_back(Step{Collective::AllToAll(op.mesh_axes, op.split_dim, op.dim),
-                           i > 0 ? (*moves)[i - 1].type : out});
-    }
+    AppendUndone(*moves, out, steps);
     consider(std::move(steps));
   }
   if (formed) return best;
@@ -856,11 +862,7 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
     if (join.permute) {
       steps.push_back(Step{Collective::Permute({}), back.empty() ? out : back.back().type});
     }
-    for (size_t i = back.size(); i-- > 0;) {  // Each move undone, as the mirror form.
-      const Collective& op = back[i].op;
-      steps.push_back(Step{Collective::AllToAll(op.mesh_axes, op.split_dim, op.dim),
-                           i > 0 ? back[i - 1].type : out});
-    }
+    AppendUndone(back, out, steps);
     consider(std::move(steps));
   }
   return best;
