@@ -29,7 +29,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
-#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -117,9 +116,9 @@ constexpr int64_t kMaxDirectTransfers = int64_t{1} << 18;
 
 // ShapedMiddle's bridged form: the suffix moves it makes from each end of a middle, the types
 // each side may reach, and the joins it prices. One move a side joins the middles of the
-// many-axis cases whose searches gave up (docs/synthesis.md, "All_to_alls to the shape, then
-// one permute"); a second is made where the first joins nothing, and on a 768-device rank-4
-// case reaches ~400 types a side.
+// many-axis cases whose searches gave up (docs/synthesis.md, "Moves from both ends, joined
+// by one permute"); a second is made where the first joins nothing, and on a 768-device
+// rank-4 case reaches ~400 types a side.
 constexpr int kBridgeDepth = 2;
 constexpr size_t kBridgeStates = 512;
 constexpr size_t kBridgeJoins = 64;
