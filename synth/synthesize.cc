@@ -580,26 +580,21 @@ class SuffixMoves {
 
   SuffixMoves(const Mesh& mesh, const DistType& end, const CostModel* model, double max_us)
       : mesh_(mesh), end_(end), model_(model), max_us_(max_us), rank_(end.rank()) {
+    for (const Dim& dim : end.dims) num_axes_ += static_cast<int>(dim.axes.size());
+    fits_ = rank_ <= kMaxRank && num_axes_ <= kMaxAxes;
+    if (!fits_) return;
     Node node;
     int n = 0;
-    fits_ = rank_ <= kMaxRank;
-    for (int d = 0; d < rank_ && fits_; ++d) {
+    for (int d = 0; d < rank_; ++d) {
       for (const std::string& axis : end.dims[d].axes) {
-        if (n == kMaxAxes) {
-          fits_ = false;
-          break;
-        }
         names_.push_back(&axis);
         sizes_[n] = mesh.AxisSize(axis);
         node.ax[n] = static_cast<uint8_t>(n);
         ++n;
       }
-      if (!fits_) break;
       node.end[d] = static_cast<uint8_t>(n);
       node.shape[d] = LocalDimSize(mesh, end.dims[d]);
     }
-    if (!fits_) return;
-    num_axes_ = n;
     local_bytes_ = LocalBytes(mesh, end);
     seen_.insert(Hash(node));
     nodes_.push_back(node);
@@ -646,21 +641,13 @@ class SuffixMoves {
   std::vector<Step> Path(int i) const {
     std::vector<int> chain;
     for (; nodes_[i].parent >= 0; i = nodes_[i].parent) chain.push_back(i);
-    std::vector<Step> steps;
-    const DistType* type = &end_;
+    StepBuilder builder(mesh_, end_);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Node& node = nodes_[*it];
-      DistType next = *type;
-      std::vector<std::string>& axes = next.dims[node.from].axes;
-      std::vector<std::string> moving(axes.end() - node.k, axes.end());
-      axes.resize(axes.size() - node.k);
-      std::vector<std::string>& into = next.dims[node.onto].axes;
-      into.insert(into.end(), moving.begin(), moving.end());
-      steps.push_back(
-          Step{Collective::AllToAll(std::move(moving), node.from, node.onto), std::move(next)});
-      type = &steps.back().type;
+      const std::vector<std::string>& axes = builder.current().dims[node.from].axes;
+      builder.Apply(Collective::AllToAll({axes.end() - node.k, axes.end()}, node.from, node.onto));
     }
-    return steps;
+    return std::move(builder.steps());
   }
 
  private:
@@ -727,7 +714,7 @@ class SuffixMoves {
   const CostModel* model_;
   double max_us_;
   int rank_;
-  bool fits_ = true;
+  bool fits_ = false;
   int num_axes_ = 0;
   std::vector<const std::string*> names_;
   std::array<int64_t, kMaxAxes> sizes_{};
