@@ -1479,6 +1479,20 @@ std::vector<Candidate> GathersElsewhere(const Mesh& mesh, const DistType& to, co
   return out;
 }
 
+// No descent and no ascent: the partial axes `to` does not keep are all_reduced (Prepare), then
+// one middle goes straight to `to`. For where divisibility leaves every other candidate without
+// a valley: on x=4,y=4,z=2,w=4,u=2,v=4,s=2,t=8 (16 384 devices), [3072{x,u,v,t,y}] partial{w}
+// -> [3072{z,u,v,x,y,w}] can neither scatter w nor gather t (a local size of 3), so it has no
+// pre-gather type, but all_reduce w and one permute reach it. nullopt when the local sizes
+// differ (a middle keeps them).
+std::optional<Candidate> StraightMiddle(const Mesh& mesh, const DistType& from,
+                                        const DistType& to) {
+  if (LocalElements(mesh, from) != LocalElements(mesh, to)) return std::nullopt;
+  Candidate c;
+  c.y = to;
+  return c;
+}
+
 // The gathers first, then the middle at `to`'s local size: the mirror of MiddleFirst for a
 // target larger than the source. Each dimension gathers the axes at the end of its list that
 // `to` does not use; when that brings the local size to `to`'s, with the same partial axes,
@@ -1983,7 +1997,15 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   if (incumbent_best) return absl::NotFoundError("no plan beats the incumbent");
   if (best) return *std::move(best);
 
-  // Divisibility blocked every valley we construct: let the exhaustive search decide.
+  // Divisibility blocked every valley above. The straight middle, where it is new, then gives
+  // the exhaustive search below an incumbent: the search only looks for fewer bytes, and ends
+  // far sooner where the memory bound leaves few types (docs/synthesis.md, "When the valley is
+  // blocked").
+  if (std::optional<Candidate> straight = StraightMiddle(mesh, from, to)) {
+    const bool tried = std::any_of(candidates.begin(), candidates.end(),
+                                   [&](const Candidate& c) { return SameValley(c, *straight); });
+    if (!tried) try_candidate(*straight);
+  }
   SearchOptions options;
   options.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   options.max_states = kFallbackStates;
@@ -1991,7 +2013,15 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   options.walk_visit_work = kExactWalkVisitWork;
   options.fill_permute_pairs = false;
   options.bytes_bound = true;
+  if (best) options.incumbent = SearchOptions::Incumbent{.us = 0, .bytes = best_bytes};
   absl::StatusOr<std::vector<Step>> steps = SearchPlan(mesh, from, to, options);
+  if (best) {  // Whichever is better under the objective; the straight valley if it found none.
+    if (steps.ok()) {
+      const auto [bytes, us] = price(*steps);
+      consider(*std::move(steps), bytes, us);
+    }
+    return *std::move(best);
+  }
   if (absl::IsResourceExhausted(steps.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "no valley plan was found (divisibility, or the middle searches' work budget on this ",

@@ -956,6 +956,29 @@ TEST(NormalTest, BridgedShapedMiddleWhereNeitherFormExists) {
                         "f32[768,192{v,z},48{w,x},3072{u,y}]", CostModel(), 6561.9);
 }
 
+TEST(NormalTest, StraightMiddleWhereNoCandidateHasAValley) {
+  // Both ends hold 3 elements per device: w cannot be scattered onto dimension 0 nor y
+  // gathered, so no candidate has a pre-gather type; all_reduce w and one permute (the
+  // straight middle) are optimal's plan (15.0 µs).
+  ExpectNormalPlan("x=2,y=4,z=2,w=2", "f32[24{x,y}] partial{w}", "f32[24{z,w,x}]",
+                   {CollectiveKind::kAllReduce, CollectiveKind::kCollectivePermute});
+  // The same shape on 16 384 devices: the fallback search gave up after its 2^28 units, and
+  // without sub-axes normal had no plan. With the straight valley as its incumbent the search
+  // proves that nothing receives fewer bytes, and the valley stands. (Beyond the interpreter's
+  // 4 096 devices: Synthesize type-checks every plan it returns.)
+  SynthesisOptions options;
+  options.sub_axes = false;
+  absl::StatusOr<Plan> plan =
+      SynthesizeCase("x=4,y=4,z=2,w=4,u=2,v=4,s=2,t=8", "f32[3072{x,u,v,t,y}] partial{w}",
+                     "f32[3072{z,u,v,x,y,w}]", options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->metrics.cost_us, 35.0) << Describe(*plan);
+  ASSERT_EQ(plan->steps.size(), 2u) << Describe(*plan);
+  EXPECT_EQ(plan->steps[0].op.kind, CollectiveKind::kAllReduce);
+  EXPECT_EQ(plan->steps[1].op.kind, CollectiveKind::kCollectivePermute);
+  EXPECT_LE(plan->metrics.peak_local_bytes, Bound(plan->mesh, plan->source, plan->target));
+}
+
 TEST(NormalTest, SplitReductionTriesOtherDimensions) {
   const std::vector<CollectiveKind> scatter_permute_gather = {
       CollectiveKind::kReduceScatter, CollectiveKind::kReduceScatter,
