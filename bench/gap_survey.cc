@@ -2,7 +2,7 @@
 // takes on them.
 //
 //   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--sums K]
-//              [--devices D] [--latency 1] [--strategy S]
+//              [--devices D] [--latency 1] [--sub-axes 0] [--strategy S]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -26,6 +26,8 @@
 // its modeled cost (to compare two builds' plans), for `optimal` how many plans are proven,
 // and the K slowest cases: docs/benchmarks.md, "Latency cliffs". Timings are this machine's,
 // not a test.
+// --sub-axes 0 synthesizes every case without splitting mesh axes (SynthesisOptions::sub_axes,
+// `reshard plan --no-sub-axes`), for both strategies.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -146,10 +148,10 @@ std::string CaseText(const RandomCase& c) {
   return absl::StrCat(c.mesh, " ; ", c.from, " ; ", c.to);
 }
 
-// Calls visit(case, parsed case, options with `model` on its mesh's axes) for each of the
+// Calls visit(case, parsed case, `base` with its model on the mesh's axes) for each of the
 // cases drawn from seeds seed .. seed+cases-1 that parse; counts the others in `skipped`.
 template <typename Visit>
-void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const CostModel& model,
+void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const SynthesisOptions& base,
                  int64_t& skipped, Visit visit) {
   for (int64_t s = seed; s < seed + cases; ++s) {
     const RandomCase c = Draw(s, spec);
@@ -158,19 +160,19 @@ void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const CostMo
       ++skipped;
       continue;
     }
-    SynthesisOptions options;
-    options.cost_model = model.OnAxesOf(p->mesh);
+    SynthesisOptions options = base;
+    options.cost_model = base.cost_model.OnAxesOf(p->mesh);
     visit(c, *p, options);
   }
 }
 
-int RunLatency(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const CostModel& model,
-               Strategy strategy) {
+int RunLatency(int64_t cases, int64_t seed, const DrawSpec& spec, int show,
+               const SynthesisOptions& base, Strategy strategy) {
   std::vector<std::pair<double, std::string>> timed;  // µs, case.
   int64_t skipped = 0, no_plan = 0, proven = 0;
   double log_cost = 0;
   int64_t costed = 0;
-  ForEachCase(cases, seed, spec, model, skipped,
+  ForEachCase(cases, seed, spec, base, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 options.strategy = strategy;
                 double best_us = std::numeric_limits<double>::infinity();
@@ -225,10 +227,10 @@ int RunLatency(int64_t cases, int64_t seed, const DrawSpec& spec, int show, cons
   return 0;
 }
 
-int Run(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const CostModel& model) {
+int Run(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const SynthesisOptions& base) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
-  ForEachCase(cases, seed, spec, model, skipped,
+  ForEachCase(cases, seed, spec, base, skipped,
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 absl::StatusOr<Plan> normal = Synthesize(p.mesh, p.from, p.to, options);
                 options.strategy = Strategy::kOptimal;
@@ -279,7 +281,7 @@ int main(int argc, char** argv) {
   int show = 10;
   reshard::DrawSpec spec;
   bool latency = false;
-  reshard::CostModel model;
+  reshard::SynthesisOptions base;  // The options every case starts from (model, sub-axes).
   reshard::Strategy strategy = reshard::Strategy::kNormal;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
@@ -300,7 +302,7 @@ int main(int argc, char** argv) {
                      std::string(parsed.status().message()).c_str());
         return 2;
       }
-      model = *std::move(parsed);
+      base.cost_model = *std::move(parsed);
       continue;
     }
     int64_t value = 0;
@@ -322,11 +324,13 @@ int main(int argc, char** argv) {
       spec.max_devices = value;
     } else if (flag == "--latency" && value <= 1) {
       latency = value == 1;
+    } else if (flag == "--sub-axes" && value <= 1) {
+      base.sub_axes = value == 1;
     } else {
       std::fprintf(stderr,
                    "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
                    "--axis-cost, --axes 1-8, --sums 1-4, --devices D, --latency 0|1, "
-                   "--strategy)\n",
+                   "--sub-axes 0|1, --strategy)\n",
                    argv[i], argv[i + 1]);
       return 2;
     }
@@ -334,7 +338,8 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
-                 "[--axes A] [--sums K] [--devices D] [--latency 1] [--strategy S]\n");
+                 "[--axes A] [--sums K] [--devices D] [--latency 1] [--sub-axes 0] "
+                 "[--strategy S]\n");
     return 2;
   }
   if (!latency && strategy != reshard::Strategy::kNormal) {
@@ -347,6 +352,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gap-survey: --devices needs --axes (the default draw keeps 64)\n");
     return 2;
   }
-  if (latency) return reshard::RunLatency(cases, seed, spec, show, model, strategy);
-  return reshard::Run(cases, seed, spec, show, model);
+  if (latency) return reshard::RunLatency(cases, seed, spec, show, base, strategy);
+  return reshard::Run(cases, seed, spec, show, base);
 }
