@@ -1966,6 +1966,12 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
         classes, model, have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
     return steps.ok() && consider(*std::move(steps), bytes, us);
   };
+  // try_candidate for a candidate made after the list, unless the list has its valley already.
+  auto try_new = [&](Candidate& c) {
+    const bool tried = std::any_of(candidates.begin(), candidates.end(),
+                                   [&](const Candidate& k) { return SameValley(k, c); });
+    if (!tried) try_candidate(c);
+  };
   for (Candidate& candidate : candidates) {
     if (have_best() && left.states <= 0) break;
     if (left.work <= 0 || unbeatable()) break;
@@ -1989,9 +1995,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     std::vector<Candidate> moved = SlicesElsewhere(mesh, from, *winner, /*scatters=*/true);
     for (Candidate& candidate : moved) {
       if (left.work <= 0 || unbeatable()) break;
-      const bool tried = std::any_of(candidates.begin(), candidates.end(),
-                                     [&](const Candidate& c) { return SameValley(c, candidate); });
-      if (!tried) try_candidate(candidate);
+      try_new(candidate);
     }
   }
   if (incumbent_best) return absl::NotFoundError("no plan beats the incumbent");
@@ -2001,11 +2005,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   // the exhaustive search below an incumbent: the search only looks for fewer bytes, and ends
   // far sooner where the memory bound leaves few types (docs/synthesis.md, "When the valley is
   // blocked").
-  if (std::optional<Candidate> straight = StraightMiddle(mesh, from, to)) {
-    const bool tried = std::any_of(candidates.begin(), candidates.end(),
-                                   [&](const Candidate& c) { return SameValley(c, *straight); });
-    if (!tried) try_candidate(*straight);
-  }
+  if (std::optional<Candidate> straight = StraightMiddle(mesh, from, to)) try_new(*straight);
   SearchOptions options;
   options.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   options.max_states = kFallbackStates;
