@@ -481,11 +481,18 @@ int64_t PermutePricingWork(const Mesh& mesh, const CostModel* model) {
   return model == nullptr || model->UniformOn(mesh) ? 0 : kPermutePricingWork * mesh.num_devices();
 }
 
-// TimeLowerBoundUs from precomputed bounds.
-double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& to,
-                   const internal::LowerBounds& bounds) {
-  if (bounds.max_lacking_elements == 0) return 0;
-  return OneMessageUs(mesh, model, bounds.max_lacking_elements * ElementBytes(to.element_type));
+// TimeLowerBoundUs from precomputed bounds, without its slice bound (a walk over slices, which
+// only a model whose axes differ can sharpen): the latency rounds the pieces need, the slowest
+// alpha every plan must cross, and the worst device's or the average device's receives,
+// whichever is more. (One cheapest message of the worst device's lack, all this used to take,
+// is a third of what a sum over x, y and z scattered three ways must cost; there the first
+// plan in hand met the sharper bound and the candidates were priced for nothing.)
+double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
+                   const DistType& to, const internal::LowerBounds& bounds, int64_t bytes_bound) {
+  return internal::TimeBoundUs(model.Fastest(mesh), bounds.max_lacking_elements,
+                               ElementBytes(to.element_type), bytes_bound, mesh.num_devices(),
+                               bounds.pieces, internal::CrossingAlphaUs(mesh, model, from, to),
+                               /*slice_transfer_us=*/0.0);
 }
 
 // One permute from `in` to `out` (pairs built when the plan is final), with its total bytes and
@@ -1889,8 +1896,8 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
 absl::StatusOr<std::vector<Step>> NormalValleys(
     const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
     const internal::LowerBounds& bounds, internal::MiddleCache& classes,
-    std::vector<Candidate>& candidates, absl::Span<std::vector<Step>> known,
-    const std::vector<Step>* incumbent, MiddleBudget left) {
+    absl::FunctionRef<std::vector<Candidate>()> make_candidates,
+    absl::Span<std::vector<Step>> known, const std::vector<Step>* incumbent, MiddleBudget left) {
   if (from == to) return std::vector<Step>{};
 
   // BytesLowerBound: the sharper bound counts the merges a pending reduction needs.
@@ -1951,7 +1958,8 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
   const double time_bound =
-      model == nullptr ? 0.0 : RoundCostUs(TimeBoundUs(mesh, *model, to, bounds));
+      model == nullptr ? 0.0
+                       : RoundCostUs(TimeBoundUs(mesh, *model, from, to, bounds, lower_bound));
   const Candidate* winner = nullptr;  // The candidate whose valley is `best`.
   // Whether no plan can beat `best`: it meets the lower bounds of the objective.
   auto unbeatable = [&] {
@@ -1966,6 +1974,10 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
         classes, model, have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
     return steps.ok() && consider(*std::move(steps), bytes, us);
   };
+  // Built only when a plan in hand does not meet the bounds already (a sum scattered three
+  // ways, a gather: the Shardy-style plan often does).
+  std::vector<Candidate> candidates;
+  if (!unbeatable()) candidates = make_candidates();
   // try_candidate for a candidate made after the list, unless the list has its valley already.
   auto try_new = [&](Candidate& c) {
     const bool tried = std::any_of(candidates.begin(), candidates.end(),
@@ -2473,17 +2485,20 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   // [3072{z},3072] -> [3072,3072{z,y}] slices x and y, moves x:(2)2 by all_to_all and
   // permutes (53.47 µs instead of 83.29; docs/synthesis.md, "Sub-axes under a heterogeneous
   // model").
-  std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
-  if (!bytes_decide) {
-    const size_t plain = candidates.size();
-    for (size_t i = 0; i < plain; ++i) {
-      for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
-        const bool known = std::any_of(candidates.begin(), candidates.end(),
-                                       [&](const Candidate& k) { return SameValley(k, c); });
-        if (!known) candidates.push_back(std::move(c));
+  auto make_candidates = [&] {
+    std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
+    if (!bytes_decide) {
+      const size_t plain = candidates.size();
+      for (size_t i = 0; i < plain; ++i) {
+        for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
+          const bool known = std::any_of(candidates.begin(), candidates.end(),
+                                         [&](const Candidate& k) { return SameValley(k, c); });
+          if (!known) candidates.push_back(std::move(c));
+        }
       }
     }
-  }
+    return candidates;
+  };
   if (std::optional<std::vector<Step>> shardy = ShardyCandidate(mesh, from, to)) {
     known.push_back(*std::move(shardy));
   }
@@ -2513,8 +2528,8 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   } else if (mesh.num_devices() > kCappedSearchDevices) {
     budget.search_work = kRefinedSearchWork;
   }
-  return NormalValleys(mesh, from, to, model, bounds, classes, candidates, absl::MakeSpan(known),
-                       incumbent, budget);
+  return NormalValleys(mesh, from, to, model, bounds, classes, make_candidates,
+                       absl::MakeSpan(known), incumbent, budget);
 }
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
