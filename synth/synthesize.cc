@@ -1891,6 +1891,8 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
 // mode; nullptr ranks by total bytes (the paper's objective).
 // `bounds`: ComputeLowerBounds(mesh, from, to), computed once per call (a pass over the
 // devices). `known`: plans built otherwise, which compete with the valleys (moved from).
+// `make_candidates`: the valley candidates, asked for only when no plan in hand meets the
+// lower bounds already.
 // `incumbent`: a plan to beat (see NormalSteps); NotFound when none of the others does.
 // `left`: what the candidates' middle searches may spend.
 absl::StatusOr<std::vector<Step>> NormalValleys(
@@ -1956,7 +1958,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     consider(std::move(permute->steps), permute->bytes, permute->us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
-  // In time mode, likewise for TimeLowerBoundUs (a single cheapest message is often it).
+  // In time mode, likewise for the time bound (TimeBoundUs).
   const double time_bound =
       model == nullptr ? 0.0
                        : RoundCostUs(TimeBoundUs(mesh, *model, from, to, bounds, lower_bound));
@@ -1974,8 +1976,8 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
         classes, model, have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
     return steps.ok() && consider(*std::move(steps), bytes, us);
   };
-  // Built only when a plan in hand does not meet the bounds already (a sum scattered three
-  // ways, a gather: the Shardy-style plan often does).
+  // Built only when no plan in hand meets the bounds already (for a sum scattered three ways
+  // the Shardy-style plan does).
   std::vector<Candidate> candidates;
   if (!unbeatable()) candidates = make_candidates();
   // try_candidate for a candidate made after the list, unless the list has its valley already.
@@ -2100,8 +2102,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
   const std::vector<std::string> none;
   for (const std::vector<std::string>* skips : {&none, &substitutions}) {
-    // Without substitutions the second skip set would be the first again (as in Candidates;
-    // this loop used to run that try twice, ~3 % of the 3-axis suite's instructions).
+    // Without substitutions the second skip set would be the first again (as in Candidates).
     if (skips == &substitutions && substitutions.empty()) break;
     const std::vector<std::string>& skip = *skips;
     std::optional<DistType> y = PlacePreGather(mesh, from, to, Placement::kFollow, skip);
