@@ -1157,16 +1157,18 @@ bool MustCross(const Mesh& mesh, const DistType& from, const DistType& to,
 double CrossingAlphaUs(const Mesh& mesh, const CostModel& model, const DistType& from,
                        const DistType& to) {
   const double fastest = model.Fastest(mesh).alpha_us;
-  std::vector<int64_t> from_local, to_local;  // Only when some axis is slower than the fastest.
+  // The local shapes only once some axis is slower than the fastest (never under a uniform
+  // model, where this runs per NormalValleys call).
+  std::optional<std::vector<int64_t>> from_local, to_local;
   double crossing = 0;
   for (const MeshAxis& axis : mesh.axes()) {
     const double alpha = model.Axis(axis.name).alpha_us;
     if (axis.size < 2 || alpha <= std::max(fastest, crossing)) continue;
-    if (from_local.empty()) {
+    if (!from_local) {
       from_local = LocalShape(mesh, from);
       to_local = LocalShape(mesh, to);
     }
-    if (MustCross(mesh, from, to, from_local, to_local, axis.name)) crossing = alpha;
+    if (MustCross(mesh, from, to, *from_local, *to_local, axis.name)) crossing = alpha;
   }
   return crossing;
 }

@@ -899,12 +899,10 @@ double TimeLowerBoundUs(const Mesh& mesh, const CostModel& model, const DistType
   return OnWholeAxes(mesh, from, to, [&](const Mesh& m, const DistType& f, const DistType& t) {
     const internal::LowerBounds bounds = internal::ComputeLowerBounds(m, f, t);
     int64_t work = 0;  // Not budgeted here.
-    return internal::TimeBoundUs(
-        model.Fastest(m), bounds.max_lacking_elements, ElementBytes(t.element_type),
-        internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
-                                    internal::PendingUnit(m, t)),
-        m.num_devices(), bounds.pieces, internal::CrossingAlphaUs(m, model, f, t),
-        model.UniformOn(m) ? 0.0 : SliceBoundUs(m, model, f, t, &work));
+    return internal::TimeBoundOf(m, model, f, t, bounds,
+                                 internal::PendingBytesBound(bounds.bytes_total, bounds.pending,
+                                                             internal::PendingUnit(m, t)),
+                                 model.UniformOn(m) ? 0.0 : SliceBoundUs(m, model, f, t, &work));
   });
 }
 

@@ -35,6 +35,14 @@ double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t elem
   return latency + std::max(fastest.TransferUs(std::max(worst, average)), slice_transfer_us);
 }
 
+double TimeBoundOf(const Mesh& mesh, const CostModel& model, const DistType& from,
+                   const DistType& to, const LowerBounds& bounds, int64_t bytes_bound,
+                   double slice_transfer_us) {
+  return TimeBoundUs(model.Fastest(mesh), bounds.max_lacking_elements,
+                     ElementBytes(to.element_type), bytes_bound, mesh.num_devices(), bounds.pieces,
+                     CrossingAlphaUs(mesh, model, from, to), slice_transfer_us);
+}
+
 int64_t SliceLackingElements(const SliceDim* dims, int rank, const int64_t* coords,
                              int64_t* work) {
   __int128 needed = 1, both = 1;

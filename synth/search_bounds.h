@@ -57,6 +57,11 @@ __int128 PendingUnit(const Mesh& mesh, const DistType& to);
 double TimeBoundUs(const AxisCost& fastest, int64_t worst_elements, int64_t element_bytes,
                    int64_t bytes_bound, int64_t devices, int64_t pieces,
                    double crossing_alpha_us, double slice_transfer_us);
+// TimeBoundUs for the pair `from` -> `to` under `model`: `bounds` is ComputeLowerBounds(mesh,
+// from, to), `bytes_bound` its PendingBytesBound; the crossing alpha from CrossingAlphaUs.
+double TimeBoundOf(const Mesh& mesh, const CostModel& model, const DistType& from,
+                   const DistType& to, const LowerBounds& bounds, int64_t bytes_bound,
+                   double slice_transfer_us);
 
 // The slice bound on the transfer part of the rest of a plan (docs/synthesis.md, "The slice
 // bound"). Take a set S of mesh axes of size >= 2, none of them partial, and let g be the

@@ -481,20 +481,6 @@ int64_t PermutePricingWork(const Mesh& mesh, const CostModel* model) {
   return model == nullptr || model->UniformOn(mesh) ? 0 : kPermutePricingWork * mesh.num_devices();
 }
 
-// TimeLowerBoundUs from precomputed bounds, without its slice bound (a walk over slices, which
-// only a model whose axes differ can sharpen): the latency rounds the pieces need, the slowest
-// alpha every plan must cross, and the worst device's or the average device's receives,
-// whichever is more. (One cheapest message of the worst device's lack, all this used to take,
-// is a third of what a sum over x, y and z scattered three ways must cost; there the first
-// plan in hand met the sharper bound and the candidates were priced for nothing.)
-double TimeBoundUs(const Mesh& mesh, const CostModel& model, const DistType& from,
-                   const DistType& to, const internal::LowerBounds& bounds, int64_t bytes_bound) {
-  return internal::TimeBoundUs(model.Fastest(mesh), bounds.max_lacking_elements,
-                               ElementBytes(to.element_type), bytes_bound, mesh.num_devices(),
-                               bounds.pieces, internal::CrossingAlphaUs(mesh, model, from, to),
-                               /*slice_transfer_us=*/0.0);
-}
-
 // One permute from `in` to `out` (pairs built when the plan is final), with its total bytes and
 // (with `model`) its modeled µs.
 struct PricedPermute {
@@ -1730,6 +1716,12 @@ bool SameValley(const Candidate& a, const Candidate& b) {
          SameDescent(a.late, b.late);
 }
 
+// Whether `list` has `c`'s valley already.
+bool HasValley(const std::vector<Candidate>& list, const Candidate& c) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const Candidate& k) { return SameValley(k, c); });
+}
+
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set. `heterogeneous`: the model's axes differ in cost (more candidates pay there).
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
@@ -1958,10 +1950,12 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     consider(std::move(permute->steps), permute->bytes, permute->us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
-  // In time mode, likewise for the time bound (TimeBoundUs).
+  // In time mode, likewise for TimeLowerBoundUs without its slice bound (a walk over slices
+  // that only a model whose axes differ can sharpen).
   const double time_bound =
-      model == nullptr ? 0.0
-                       : RoundCostUs(TimeBoundUs(mesh, *model, from, to, bounds, lower_bound));
+      model == nullptr
+          ? 0.0
+          : RoundCostUs(internal::TimeBoundOf(mesh, *model, from, to, bounds, lower_bound, 0.0));
   const Candidate* winner = nullptr;  // The candidate whose valley is `best`.
   // Whether no plan can beat `best`: it meets the lower bounds of the objective.
   auto unbeatable = [&] {
@@ -1982,9 +1976,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   if (!unbeatable()) candidates = make_candidates();
   // try_candidate for a candidate made after the list, unless the list has its valley already.
   auto try_new = [&](Candidate& c) {
-    const bool tried = std::any_of(candidates.begin(), candidates.end(),
-                                   [&](const Candidate& k) { return SameValley(k, c); });
-    if (!tried) try_candidate(c);
+    if (!HasValley(candidates, c)) try_candidate(c);
   };
   for (Candidate& candidate : candidates) {
     if (have_best() && left.states <= 0) break;
@@ -2496,9 +2488,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
       const size_t plain = candidates.size();
       for (size_t i = 0; i < plain; ++i) {
         for (Candidate& c : FastScattersElsewhere(mesh, from, to, *model, candidates[i])) {
-          const bool known = std::any_of(candidates.begin(), candidates.end(),
-                                         [&](const Candidate& k) { return SameValley(k, c); });
-          if (!known) candidates.push_back(std::move(c));
+          if (!HasValley(candidates, c)) candidates.push_back(std::move(c));
         }
       }
     }
