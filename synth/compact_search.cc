@@ -855,39 +855,61 @@ class Compact {
   // current and target blocks in dimension i either nest or are disjoint, so it holds either
   // prod_i min(from_local, to_local) target elements or none, and it holds none exactly when in
   // some dimension the blocks fall into different chunks of L = max(from_local, to_local)
-  // elements. Each side's chunk index is the mixed-radix number of the major axes of that
-  // dimension whose sizes multiply to size / L (when such a prefix exists; size-1 axes aside),
-  // and two such numbers over independent coordinates agree on every device exactly when the
-  // prefixes are the same axes in the same order. So one comparison per axis slot replaces the
-  // pass over the devices.
+  // elements. Each side's chunk index is the mixed-radix number of the major digits of that
+  // dimension whose sizes multiply to size / L: its major axes, the last of them possibly cut
+  // to its major part (size-1 axes aside; none when the sizes do not factor so). Two such
+  // numbers agree on every device exactly when they read the same digits in the same order:
+  // otherwise some digit is read by one and not the other (a cut axis's minor part is read by
+  // a side holding the whole axis and not by the cut side), and the devices that differ in it
+  // alone differ in one number only. The side with L as its local size holds whole axes
+  // multiplying to size / L, so a cut on the other side means some device holds nothing. So
+  // one comparison per axis slot replaces the pass over the devices; and a dimension whose
+  // chunks differ settles the maximum (some device holds nothing) whatever the others are.
   std::optional<int64_t> NestedWorst(const CType& type, const int64_t* from_local) const {
     // The axes of c's dimension i, size-1 axes aside, up to a product of `chunks`; false when
-    // no prefix has exactly that product.
-    auto prefix = [&](const CType& c, int i, int64_t chunks, uint8_t* axes, int* count) {
+    // no prefix has exactly that product, where `*cut` says whether one does once its last
+    // axis is cut to its major part (of a size dividing that axis's).
+    auto prefix = [&](const CType& c, int i, int64_t chunks, uint8_t* axes, int* count, bool* cut) {
       int64_t product = 1;
       *count = 0;
+      *cut = false;
       for (int s = c.begin(i); s < c.end[i] && product < chunks; ++s) {
-        if (size_[c.ax[s]] == 1) continue;
+        const int64_t size = size_[c.ax[s]];
+        if (size == 1) continue;
+        if (chunks % product == 0 && product * size > chunks && size % (chunks / product) == 0) {
+          *cut = true;
+          return false;
+        }
         axes[(*count)++] = c.ax[s];
-        product *= size_[c.ax[s]];
+        product *= size;
       }
       return product == chunks;
     };
     int64_t held = 1;
-    bool apart = false;
+    bool unknown = false;
     for (int i = 0; i < rank_; ++i) {
       const int64_t a = from_local[i], b = to_local_[i];
-      if (a % b != 0 && b % a != 0) return std::nullopt;
+      if (a % b != 0 && b % a != 0) {
+        unknown = true;
+        continue;
+      }
       held *= std::min(a, b);
       const int64_t chunks = dim_size_[i] / std::max(a, b);
       uint8_t mine[kMaxNibbles], target[kMaxNibbles];
       int m = 0, t = 0;
-      if (!prefix(type, i, chunks, mine, &m) || !prefix(to_, i, chunks, target, &t)) {
-        return std::nullopt;
+      bool mine_cut = false, target_cut = false;
+      const bool mine_exact = prefix(type, i, chunks, mine, &m, &mine_cut);
+      const bool target_exact = prefix(to_, i, chunks, target, &t, &target_cut);
+      if (mine_exact && target_exact) {
+        if (!std::equal(mine, mine + m, target, target + t)) return target_elements_;
+      } else if ((mine_exact && target_cut) || (mine_cut && target_exact)) {
+        return target_elements_;
+      } else {
+        unknown = true;
       }
-      apart = apart || !std::equal(mine, mine + m, target, target + t);
     }
-    return apart ? target_elements_ : target_elements_ - held;
+    if (unknown) return std::nullopt;
+    return target_elements_ - held;
   }
 
   // Searcher::WithinBounds.
