@@ -160,7 +160,7 @@ struct MiddleCache::Impl {
   struct Walk {
     int64_t worst = 0;
     int64_t total = -1;
-    int64_t visits = 0;  // Lacking::visits of the walk that computed it (0: closed form).
+    int64_t visits = 0;  // Lacking::visits of the walk that computed it.
   };
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Walk> walks;
   // The slice bound (SliceBound) and the work its counts were charged, by (target dims key,
@@ -172,6 +172,18 @@ struct MiddleCache::Impl {
       slice_bounds;
   std::optional<PlacementKeyBytes> key_bytes;  // Meshes of <= kKeyByteDevices devices.
   PermuteClassCache fallback;  // For middles handed to the DistType search.
+  // The middles' growth bounds by (alpha, µs per byte, bytes): their memos outlive a search
+  // (the middles of one pass mostly share their local size).
+  std::vector<std::pair<std::array<double, 3>, std::unique_ptr<MiddleGrowthBound>>> growth;
+  MiddleGrowthBound& Growth(double alpha_us, double transfer_us_per_byte, double bytes) {
+    const std::array<double, 3> key = {alpha_us, transfer_us_per_byte, bytes};
+    for (auto& [k, bound] : growth) {
+      if (k == key) return *bound;
+    }
+    growth.emplace_back(key,
+                        std::make_unique<MiddleGrowthBound>(alpha_us, transfer_us_per_byte, bytes));
+    return *growth.back().second;
+  }
 };
 
 MiddleCache::MiddleCache() : impl_(std::make_unique<Impl>()) {}
@@ -246,8 +258,8 @@ class Compact {
     permutes_move_ = !size_one;
     if (timed() && !options_.allow_all_slice && !options_.allow_all_gather &&
         !options_.allow_all_reduce && !options_.allow_reduce_scatter) {
-      growth_.emplace(fastest_.alpha_us, fastest_.TransferUs(1.0),
-                      static_cast<double>(LocalBytes(from_)));
+      growth_ = &cache_.Growth(fastest_.alpha_us, fastest_.TransferUs(1.0),
+                               static_cast<double>(LocalBytes(from_)));
     }
   }
 
@@ -778,7 +790,12 @@ class Compact {
       const bool need_total = options_.bytes_bound;
       MiddleCache::Impl::Walk walk;
       int64_t visits = 0;  // Of a walk run here (not found in the cache).
-      if (shared_) {
+      // The closed form, where it applies, costs less than a lookup in the cache.
+      std::optional<int64_t> nested;
+      if (!need_total) nested = NestedWorst(type, from_local);
+      if (nested) {
+        walk.worst = *nested;
+      } else if (shared_) {
         auto [it, inserted] =
             cache_.walks.try_emplace({to_dims_key_, type.DimsKey()}, MiddleCache::Impl::Walk{});
         if (inserted || (need_total && it->second.total < 0)) {
@@ -827,9 +844,6 @@ class Compact {
   // per-device maximum of lacking target elements and (with `need_total`) their sum in bytes.
   MiddleCache::Impl::Walk Walk(const CType& type, const int64_t* from_local,
                                bool need_total) const {
-    if (!need_total) {
-      if (std::optional<int64_t> worst = NestedWorst(type, from_local)) return {*worst, -1};
-    }
     AxisRole from_roles[kMaxAxes], to_roles[kMaxAxes];
     auto place = [&](const CType& c, int i, AxisRole* roles) {
       int64_t stride = 1;
@@ -1020,7 +1034,7 @@ class Compact {
   bool once_per_class_ = false;
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, double> permuted_at_;
   bool permutes_move_ = false;  // As Searcher's.
-  std::optional<MiddleGrowthBound> growth_;
+  MiddleGrowthBound* growth_ = nullptr;  // In cache_.
   // Searcher::classes_: this search's classes by (partial mask, local shape).
   absl::flat_hash_map<std::array<int64_t, kMaxRank + 1>, MiddleCache::Impl::Class*> classes_;
   MiddleCache::Impl::Class partial_class_;
@@ -1419,8 +1433,8 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     if (permutes_move_) {
       pieces = PiecesNeeded(absl::MakeConstSpan(local, rank_),
                             absl::MakeConstSpan(to_local_, rank_), Pending(s));
-      if (PermuteClassOutOfBounds(options_, fastest_, growth_ ? &*growth_ : nullptr, pieces,
-                                  path_us, path_bytes, in_bytes)) {
+      if (PermuteClassOutOfBounds(options_, fastest_, growth_, pieces, path_us, path_bytes,
+                                  in_bytes)) {
         return;
       }
     }

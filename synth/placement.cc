@@ -1086,11 +1086,8 @@ double MiddleGrowthBound::f(int64_t k) const {
   return (kd - 1) * alpha_us_ + (kd - 1) / kd * b_us_;
 }
 
-double MiddleGrowthBound::operator()(int64_t pieces) {
-  const int64_t m0 = std::min(pieces, kMaxPieces);
-  if (m0 <= 1) return 0;
+double MiddleGrowthBound::Fill(int64_t m0) {
   if (static_cast<int64_t>(memo_.size()) <= m0) memo_.resize(m0 + 1, -1.0);
-  if (memo_[m0] >= 0) return memo_[m0];
   // g(m) depends on g(ceil(m / k)) < m: fill bottom-up the values m0 needs, iteratively.
   absl::InlinedVector<int64_t, 32> stack = {m0};
   while (!stack.empty()) {

@@ -15,6 +15,7 @@
 #ifndef RESHARD_SYNTH_PLACEMENT_H_
 #define RESHARD_SYNTH_PLACEMENT_H_
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <optional>
@@ -258,7 +259,13 @@ class MiddleGrowthBound {
  public:
   static constexpr int64_t kMaxPieces = 4096;
   MiddleGrowthBound(double alpha_us, double transfer_us_per_byte, double bytes);
-  double operator()(int64_t pieces);
+  double operator()(int64_t pieces) {
+    // Inline for the memo's hits (the searches ask for a few values thousands of times).
+    const int64_t m = std::min(pieces, kMaxPieces);
+    if (m <= 1) return 0;
+    if (m < static_cast<int64_t>(memo_.size()) && memo_[m] >= 0) return memo_[m];
+    return Fill(m);
+  }
 
   // A stronger bound for the same paths when every permute moves a device (no size-1 axis in
   // play), so costs at least alpha + B/bw (of the fastest axis, as f's terms). A path without
@@ -276,6 +283,8 @@ class MiddleGrowthBound {
 
  private:
   double f(int64_t k) const;
+  // operator() for 2 <= m <= kMaxPieces, filling the memo.
+  double Fill(int64_t m0);
   double alpha_us_, b_us_;  // alpha, and B/bw in µs
   std::vector<double> memo_;  // memo_[m]; negative = not computed
 };

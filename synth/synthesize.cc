@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -847,6 +848,16 @@ std::optional<std::vector<Step>> ShapedMiddle(const Mesh& mesh, const DistType& 
   return best;
 }
 
+// One half of a valley as Prepare builds it: the descent (from the source: gathers first, the
+// descent's slices and scatters, the all_reduce of what is not scattered late), ending at the
+// valley's bottom x, or the ascent (late slices and scatters, then the gathers to the target).
+struct ValleyHalf {
+  DistType end;  // Where the steps end (x, for a descent).
+  std::vector<Step> steps;
+  int64_t bytes = 0;       // TotalBytes of the steps.
+  std::vector<double> us;  // StepUs per step of AsChains(steps); filled under the time objective.
+};
+
 // One candidate valley: the descent's appends and the pre-gather type y, and what Valley needs
 // of it, built by Prepare: the descent's steps (with the all_reduce) ending at x, the ascent's
 // steps, their total bytes and (time mode) each step's modeled µs.
@@ -858,15 +869,12 @@ struct Candidate {
   // Slices and scatters after the middle, before the gathers (a middle-first candidate:
   // MiddleFirst).
   std::vector<Append> late;
-  std::vector<Step> down;
-  DistType x;
-  int64_t down_bytes = 0;
-  // The gathers to `to`: from y, or from x when x == y (then no middle runs and the gathers
-  // apply to x, whose partial axes may be listed in another order).
-  std::vector<Step> up;
-  int64_t up_bytes = 0;
-  // StepUs per step of AsChains(down) and AsChains(up); filled under the time objective.
-  std::vector<double> down_us, up_us;
+  // Set by Prepare, in its ValleyHalves, shared with the candidates of the same pass that
+  // have the same half. The ascent starts at y, or at x when x == y (then no middle runs and
+  // the gathers apply to x, whose partial axes may be listed in another order).
+  const ValleyHalf* down = nullptr;
+  const ValleyHalf* up = nullptr;
+  const DistType& x() const { return down->end; }
   // The middle is GreedyMiddle's all_to_alls (loose), not searched (FastScattersElsewhere).
   bool built_middle = false;
 };
@@ -966,63 +974,123 @@ std::vector<Append> FastScattersFirst(const CostModel& model, const std::vector<
   return order;
 }
 
-void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
-             Candidate& c) {
-  StepBuilder builder(mesh, from);
-  for (const Collective& gather : c.first) builder.Apply(gather);
-  EmitDescent(model != nullptr && !model->UniformOn(mesh) ? FastScattersFirst(*model, c.descent)
-                                                          : c.descent,
-              builder);
-  std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
-  std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
-  if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
-  c.x = builder.current();
-  c.down = std::move(builder.steps());
-  RESHARD_CHECK(LocalBytes(mesh, c.x) == LocalBytes(mesh, c.y))
-      << "valley ends differ in size: " << ToString(c.x) << " vs " << ToString(c.y);
-  c.down_bytes = TotalBytes(mesh, from, c.down);
-  StepBuilder ascent(mesh, c.x == c.y ? c.x : c.y);
-  EmitDescent(c.late, ascent);
-  EmitAscent(to, ascent.current(), ascent);
-  c.up = std::move(ascent.steps());
-  c.up_bytes = TotalBytes(mesh, c.y, c.up);
-  if (model != nullptr) {
-    // As chains (the gathers, scatters and reductions over several axes cost what they will
-    // once split), as the plans in hand are ranked (NormalValleys).
-    const DistType& start = c.x == c.y ? c.x : c.y;
-    const std::optional<std::vector<Step>> down = AsChains(mesh, from, c.down, *model);
-    const std::optional<std::vector<Step>> up = AsChains(mesh, start, c.up, *model);
-    c.down_us = StepsUs(mesh, from, down ? *down : c.down, *model);
-    c.up_us = StepsUs(mesh, start, up ? *up : c.up, *model);
+// Whether two candidates' late appends reduce_scatter the same axes in the same order (what
+// the all_reduce of the descent leaves out).
+bool SameScatteredLate(const std::vector<Append>& a, const std::vector<Append>& b) {
+  auto next = [](const std::vector<Append>& late, size_t i) {
+    while (i < late.size() && !late[i].scatter) ++i;
+    return i;
+  };
+  size_t i = next(a, 0), j = next(b, 0);
+  for (; i < a.size() && j < b.size(); i = next(a, i + 1), j = next(b, j + 1)) {
+    if (a[i].axis != b[j].axis) return false;
   }
+  return i == a.size() && j == b.size();
 }
 
-// One valley through a candidate, or the status of its middle, with its total bytes and (with
-// `model`) its modeled µs before rounding, equal to TotalBytes and CostUs of the steps.
-// `budget` is the total bytes of the best plan so far (bytes mode) or its modeled time
-// `budget_us` (with `model`): the middle search is pruned at what remains of it, so a valley
-// that cannot match the best fails early. With `model` the middle minimises modeled time.
+// The valley halves Prepare built in one pass, by what determines them: a descent by the
+// gathers first, the descent's appends and the axes scattered late (which the all_reduce
+// leaves out); an ascent by its start and the late appends. Candidates of one pass share many
+// (on suite case x=2,y=4,z=4 [4096{y},4096] partial{x} -> [4096{z},4096{y}], 27 candidates
+// have 14 distinct descents and 8 distinct ascents). The candidates prepared from it must
+// outlive its use (its keys point into them) and it outlives their use of their halves.
+struct ValleyHalves {
+  struct Down {
+    const Candidate* owner;  // Whose first, descent and late appends are the key.
+    ValleyHalf half;
+  };
+  struct Up {
+    const DistType* start;
+    const std::vector<Append>* late;
+    ValleyHalf half;
+  };
+  std::deque<Down> downs;  // (Deques: candidates point at the halves.)
+  std::deque<Up> ups;
+};
+
+// Sets c.down and c.up, from `halves` where a candidate of the pass had the same half.
+void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
+             ValleyHalves& halves, Candidate& c) {
+  c.down = c.up = nullptr;
+  for (const ValleyHalves::Down& d : halves.downs) {
+    if (d.owner->first == c.first && SameDescent(d.owner->descent, c.descent) &&
+        SameScatteredLate(d.owner->late, c.late)) {
+      c.down = &d.half;
+      break;
+    }
+  }
+  if (c.down == nullptr) {
+    StepBuilder builder(mesh, from);
+    for (const Collective& gather : c.first) builder.Apply(gather);
+    EmitDescent(model != nullptr && !model->UniformOn(mesh) ? FastScattersFirst(*model, c.descent)
+                                                            : c.descent,
+                builder);
+    std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
+    std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
+    if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
+    ValleyHalf& down = halves.downs.emplace_back(ValleyHalves::Down{&c, {}}).half;
+    down.end = builder.current();
+    down.steps = std::move(builder.steps());
+    down.bytes = TotalBytes(mesh, from, down.steps);
+    if (model != nullptr) {
+      // As chains (the gathers, scatters and reductions over several axes cost what they will
+      // once split), as the plans in hand are ranked (NormalValleys).
+      const std::optional<std::vector<Step>> chains = AsChains(mesh, from, down.steps, *model);
+      down.us = StepsUs(mesh, from, chains ? *chains : down.steps, *model);
+    }
+    c.down = &down;
+  }
+  RESHARD_CHECK(LocalBytes(mesh, c.x()) == LocalBytes(mesh, c.y))
+      << "valley ends differ in size: " << ToString(c.x()) << " vs " << ToString(c.y);
+  const DistType& start = c.x() == c.y ? c.x() : c.y;
+  for (const ValleyHalves::Up& u : halves.ups) {
+    if (*u.start == start && SameDescent(*u.late, c.late)) {
+      c.up = &u.half;
+      return;
+    }
+  }
+  StepBuilder ascent(mesh, start);
+  EmitDescent(c.late, ascent);
+  EmitAscent(to, ascent.current(), ascent);
+  ValleyHalf& up = halves.ups.emplace_back(ValleyHalves::Up{&start, &c.late, {}}).half;
+  up.end = ascent.current();
+  up.steps = std::move(ascent.steps());
+  up.bytes = TotalBytes(mesh, start, up.steps);
+  if (model != nullptr) {
+    const std::optional<std::vector<Step>> chains = AsChains(mesh, start, up.steps, *model);
+    up.us = StepsUs(mesh, start, chains ? *chains : up.steps, *model);
+  }
+  c.up = &up;
+}
+
+// The middle of one valley through a candidate (prepared from `halves`), or its status, with
+// the valley's total bytes and (with `model`) its modeled µs before rounding, equal to
+// TotalBytes and CostUs of the joined steps (JoinValley). `budget` is the total bytes of the
+// best plan so far (bytes mode) or its modeled time `budget_us` (with `model`): the middle
+// search is pruned at what remains of it, so a valley that cannot match the best fails early.
+// With `model` the middle minimises modeled time.
 absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from, const DistType& to,
                                          Candidate& c, int64_t budget, MiddleBudget& left,
-                                         internal::MiddleCache& classes,
-                                         const CostModel* model, double budget_us,
-                                         int64_t& bytes, double& us) {
-  Prepare(mesh, from, to, model, c);
-  std::vector<Step> middle_steps;  // Joined with c.down and c.up once the valley is complete.
-  bytes = c.down_bytes;
+                                         internal::MiddleCache& classes, ValleyHalves& halves,
+                                         const CostModel* model, double budget_us, int64_t& bytes,
+                                         double& us) {
+  Prepare(mesh, from, to, model, halves, c);
+  const DistType& x = c.x();
+  std::vector<Step> middle_steps;
+  bytes = c.down->bytes;
   us = 0;
-  if (model != nullptr) AddUs(us, c.down_us);
-  if (c.built_middle && !(c.x == c.y)) {
-    StepBuilder middle(mesh, c.x);
+  if (model != nullptr) AddUs(us, c.down->us);
+  if (c.built_middle && !(x == c.y)) {
+    StepBuilder middle(mesh, x);
     if (!GreedyMiddle(mesh, c.y, middle, /*loose=*/true)) {
       return absl::NotFoundError("no middle of all_to_alls");
     }
-    bytes += TotalBytes(mesh, c.x, middle.steps());
-    if (model != nullptr) AddUs(us, StepsUs(mesh, c.x, middle.steps(), *model));
+    bytes += TotalBytes(mesh, x, middle.steps());
+    if (model != nullptr) AddUs(us, StepsUs(mesh, x, middle.steps(), *model));
     middle_steps = std::move(middle.steps());
-  } else if (!(c.x == c.y)) {
+  } else if (!(x == c.y)) {
     SearchOptions options;
-    options.max_local_bytes = LocalBytes(mesh, c.x);
+    options.max_local_bytes = LocalBytes(mesh, x);
     // Without any plan yet a candidate may exceed the shared budget.
     options.max_states = left.states > 0 ? std::min(kMiddleStates, left.states) : kMiddleStates;
     // The work budget is never exceeded, plan or not: it is what bounds a call's time on
@@ -1033,13 +1101,13 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.allow_all_slice = options.allow_all_gather = false;
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
-      options.max_cost = budget - c.down_bytes - c.up_bytes;
+      options.max_cost = budget - c.down->bytes - c.up->bytes;
       if (options.max_cost < 0) return absl::NotFoundError("over budget");
     } else {
       options.cost_model = model;
       double down_us = 0, up_us = 0;
-      AddUs(down_us, c.down_us);
-      AddUs(up_us, c.up_us);
+      AddUs(down_us, c.down->us);
+      AddUs(up_us, c.up->us);
       options.max_cost_us = budget_us - down_us - up_us + 1e-9;
       if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
     }
@@ -1054,9 +1122,8 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     // In a pass that searches no middle, a permute whose floor is over what is left is not
     // priced (exactly, under a model whose axes differ: a pass pairing the devices).
     std::optional<PricedPermute> permute;
-    if (left.search || model == nullptr ||
-        PermuteFloorUs(mesh, *model, c.x) <= options.max_cost_us) {
-      permute = OnePermute(mesh, c.x, c.y, model);
+    if (left.search || model == nullptr || PermuteFloorUs(mesh, *model, x) <= options.max_cost_us) {
+      permute = OnePermute(mesh, x, c.y, model);
       if (permute && !left.search) left.work -= PermutePricingWork(mesh, model);
     }
     bool search = true;
@@ -1081,7 +1148,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
       middle = absl::ResourceExhaustedError("this pass searches no middle");
     } else if (search) {
       // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
-      middle = internal::MiddleSearch(mesh, c.x, c.y, options, classes, &stats, &path);
+      middle = internal::MiddleSearch(mesh, x, c.y, options, classes, &stats, &path);
     }
     left.states -= stats.states_settled;
     left.work -= stats.work;
@@ -1099,28 +1166,32 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     if (absl::IsResourceExhausted(middle.status())) {
       int64_t work = 0;
       std::optional<std::vector<Step>> shaped =
-          ShapedMiddle(mesh, c.x, c.y, model, options.max_cost_us, &path, &work);
+          ShapedMiddle(mesh, x, c.y, model, options.max_cost_us, &path, &work);
       left.work -= work;
       if (shaped) middle = *std::move(shaped);
     }
     if (!middle.ok()) return middle.status();
     if (!path.known) {  // SearchPlan: price the steps here.
-      path.bytes = TotalBytes(mesh, c.x, *middle);
-      path.step_us = model != nullptr ? StepsUs(mesh, c.x, *middle, *model) : std::vector<double>{};
+      path.bytes = TotalBytes(mesh, x, *middle);
+      path.step_us = model != nullptr ? StepsUs(mesh, x, *middle, *model) : std::vector<double>{};
     }
     bytes += path.bytes;
     if (model != nullptr) AddUs(us, path.step_us);
     middle_steps = *std::move(middle);
   }
-  bytes += c.up_bytes;
-  if (model != nullptr) AddUs(us, c.up_us);
+  bytes += c.up->bytes;
+  if (model != nullptr) AddUs(us, c.up->us);
+  return middle_steps;
+}
+
+// The steps of a prepared candidate's valley with `middle`.
+std::vector<Step> JoinValley(const Candidate& c, std::vector<Step> middle) {
   std::vector<Step> steps;
-  steps.reserve(c.down.size() + middle_steps.size() + c.up.size());
-  // (Moved: a candidate's steps serve its one valley; Prepare builds them again if asked.)
-  for (std::vector<Step>* part : {&c.down, &middle_steps, &c.up}) {
-    steps.insert(steps.end(), std::make_move_iterator(part->begin()),
-                 std::make_move_iterator(part->end()));
-  }
+  steps.reserve(c.down->steps.size() + middle.size() + c.up->steps.size());
+  steps.insert(steps.end(), c.down->steps.begin(), c.down->steps.end());
+  steps.insert(steps.end(), std::make_move_iterator(middle.begin()),
+               std::make_move_iterator(middle.end()));
+  steps.insert(steps.end(), c.up->steps.begin(), c.up->steps.end());
   return steps;
 }
 
@@ -1900,6 +1971,9 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   // The best plan so far: `best`, or the incumbent when `incumbent_best` (not copied: on a
   // mesh of thousands of devices a permute's pair list is hundreds of KiB).
   std::optional<std::vector<Step>> best;
+  // When set, `best` holds only the middle of this candidate's valley (joined on return: most
+  // valleys that lead for a while lose later).
+  const Candidate* best_valley = nullptr;
   bool incumbent_best = false;
   int64_t best_bytes = 0;
   double best_us = 0;
@@ -1923,6 +1997,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   auto consider = [&](std::vector<Step> steps, int64_t bytes, double us) {
     if (!better(steps.size(), bytes, us)) return false;
     best = std::move(steps);
+    best_valley = nullptr;
     incumbent_best = false;
     return true;
   };
@@ -1942,6 +2017,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     const auto [bytes, us] = price(*incumbent);
     if (better(incumbent->size(), bytes, us)) {
       best.reset();
+      best_valley = nullptr;
       incumbent_best = true;
     }
   }
@@ -1956,23 +2032,39 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
       model == nullptr
           ? 0.0
           : RoundCostUs(internal::TimeBoundOf(mesh, *model, from, to, bounds, lower_bound, 0.0));
-  const Candidate* winner = nullptr;  // The candidate whose valley is `best`.
   // Whether no plan can beat `best`: it meets the lower bounds of the objective.
   auto unbeatable = [&] {
     return have_best() && best_bytes <= lower_bound && (model == nullptr || best_us <= time_bound);
   };
-  // Prices candidate `c` and keeps its valley when it is better; whether it did.
+  // Every candidate tried outlives `halves`' use (its keys point into them): the list, the
+  // winner's variants, the straight middle.
+  std::vector<Candidate> candidates, moved;
+  std::optional<Candidate> straight;
+  ValleyHalves halves;
+  // Prices candidate `c` and keeps its valley when it is better; whether it did. (Its steps
+  // are joined only then: most valleys lose.)
   auto try_candidate = [&](Candidate& c) {
     int64_t bytes = 0;
     double us = 0;
-    absl::StatusOr<std::vector<Step>> steps = Valley(
-        mesh, from, to, c, have_best() ? best_bytes : std::numeric_limits<int64_t>::max(), left,
-        classes, model, have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
-    return steps.ok() && consider(*std::move(steps), bytes, us);
+    absl::StatusOr<std::vector<Step>> middle =
+        Valley(mesh, from, to, c, have_best() ? best_bytes : std::numeric_limits<int64_t>::max(),
+               left, classes, halves, model,
+               have_best() ? best_us : std::numeric_limits<double>::infinity(), bytes, us);
+    if (!middle.ok() ||
+        !better(c.down->steps.size() + middle->size() + c.up->steps.size(), bytes, us)) {
+      return false;
+    }
+    best = *std::move(middle);
+    best_valley = &c;
+    incumbent_best = false;
+    return true;
+  };
+  // The best plan's steps (which `best` gives up).
+  auto take_best = [&] {
+    return best_valley != nullptr ? JoinValley(*best_valley, *std::move(best)) : *std::move(best);
   };
   // Built only when no plan in hand meets the bounds already (for a sum scattered three ways
   // the Shardy-style plan does).
-  std::vector<Candidate> candidates;
   if (!unbeatable()) candidates = make_candidates();
   // try_candidate for a candidate made after the list, unless the list has its valley already.
   auto try_new = [&](Candidate& c) {
@@ -1981,7 +2073,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   for (Candidate& candidate : candidates) {
     if (have_best() && left.states <= 0) break;
     if (left.work <= 0 || unbeatable()) break;
-    if (try_candidate(candidate)) winner = &candidate;
+    try_candidate(candidate);
   }
   // The winner again with its reductions scattered onto another dimension, where its plan
   // moves data at least twice (all_to_alls, permutes): a sum scattered where the target keeps
@@ -1997,21 +2089,27 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
     return step.op.kind == CollectiveKind::kAllToAll ||
            step.op.kind == CollectiveKind::kCollectivePermute;
   };
-  if (winner != nullptr && std::count_if(best->begin(), best->end(), moves) >= 2) {
-    std::vector<Candidate> moved = SlicesElsewhere(mesh, from, *winner, /*scatters=*/true);
+  auto count_moves = [&](const std::vector<Step>& steps) {
+    return std::count_if(steps.begin(), steps.end(), moves);
+  };
+  if (const Candidate* winner = best_valley;
+      winner != nullptr &&
+      count_moves(winner->down->steps) + count_moves(*best) + count_moves(winner->up->steps) >= 2) {
+    moved = SlicesElsewhere(mesh, from, *winner, /*scatters=*/true);
     for (Candidate& candidate : moved) {
       if (left.work <= 0 || unbeatable()) break;
       try_new(candidate);
     }
   }
   if (incumbent_best) return absl::NotFoundError("no plan beats the incumbent");
-  if (best) return *std::move(best);
+  if (best) return take_best();
 
   // Divisibility blocked every valley above. The straight middle, where it is new, then gives
   // the exhaustive search below an incumbent: the search only looks for fewer bytes, and ends
   // far sooner where the memory bound leaves few types (docs/synthesis.md, "When the valley is
   // blocked").
-  if (std::optional<Candidate> straight = StraightMiddle(mesh, from, to)) try_new(*straight);
+  straight = StraightMiddle(mesh, from, to);
+  if (straight) try_new(*straight);
   SearchOptions options;
   options.max_local_bytes = MemoryBoundBytes(mesh, from, to);
   options.max_states = kFallbackStates;
@@ -2026,7 +2124,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
       const auto [bytes, us] = price(*steps);
       consider(*std::move(steps), bytes, us);
     }
-    return *std::move(best);
+    return take_best();
   }
   if (absl::IsResourceExhausted(steps.status())) {
     return absl::ResourceExhaustedError(absl::StrCat(
