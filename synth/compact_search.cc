@@ -792,7 +792,7 @@ class Compact {
       int64_t visits = 0;  // Of a walk run here (not found in the cache).
       // The closed form, where it applies, costs less than a lookup in the cache.
       std::optional<int64_t> nested;
-      if (!need_total) nested = NestedWorst(type, from_local);
+      if (!need_total) nested = ClosedFormWorst(type, from_local);
       if (nested) {
         walk.worst = *nested;
       } else if (shared_) {
@@ -864,22 +864,34 @@ class Compact {
             lacking.visits};
   }
 
-  // Walk's maximum without the walk, where each dimension's local sizes divide one another
-  // and its blocks' alignment shows in the axes (nullopt otherwise: walk). Then a device's
-  // current and target blocks in dimension i either nest or are disjoint, so it holds either
-  // prod_i min(from_local, to_local) target elements or none, and it holds none exactly when in
-  // some dimension the blocks fall into different chunks of L = max(from_local, to_local)
-  // elements. Each side's chunk index is the mixed-radix number of the major digits of that
-  // dimension whose sizes multiply to size / L: its major axes, the last of them possibly cut
-  // to its major part (size-1 axes aside; none when the sizes do not factor so). Two such
-  // numbers agree on every device exactly when they read the same digits in the same order:
-  // otherwise some digit is read by one and not the other (a cut axis's minor part is read by
-  // a side holding the whole axis and not by the cut side), and the devices that differ in it
-  // alone differ in one number only. The side with L as its local size holds whole axes
-  // multiplying to size / L, so a cut on the other side means some device holds nothing. So
-  // one comparison per axis slot replaces the pass over the devices; and a dimension whose
-  // chunks differ settles the maximum (some device holds nothing) whatever the others are.
-  std::optional<int64_t> NestedWorst(const CType& type, const int64_t* from_local) const {
+  // The axes of c's dimension i of size above 1, as a mask.
+  uint32_t AxesOf(const CType& c, int i) const {
+    uint32_t mask = 0;
+    for (int s = c.begin(i); s < c.end[i]; ++s) {
+      if (size_[c.ax[s]] > 1) mask |= 1u << c.ax[s];
+    }
+    return mask;
+  }
+
+  // Walk's maximum without the walk, where some dimension shows that a device holds none of
+  // its target block or every dimension's blocks nest (nullopt otherwise: walk).
+  // A dimension that both sides split over axes of their own (blocks nested or not) leaves
+  // some device with nothing: the one at 0 on the first side's axes and last on the second's
+  // holds the first block of one and the last of the other, each at most half the dimension.
+  // Where dimension i's local sizes divide one another, a device's current and target blocks
+  // there either nest or are disjoint: they are disjoint exactly when they fall into different
+  // chunks of L = max(from_local, to_local) elements. Each side's chunk index is the
+  // mixed-radix number of the major digits of that dimension whose sizes multiply to size / L:
+  // its major axes, the last of them possibly cut to its major part (size-1 axes aside; none
+  // when the sizes do not factor so). Two such numbers agree on every device exactly when they
+  // read the same digits in the same order: otherwise some digit is read by one and not the
+  // other (a cut axis's minor part is read by a side holding the whole axis and not by the cut
+  // side), and the devices that differ in it alone differ in one number only. The side with L
+  // as its local size holds whole axes multiplying to size / L, so a cut on the other side
+  // means some device holds nothing. When the chunks agree in every dimension, every device
+  // holds prod_i min(from_local, to_local) target elements. So a comparison per axis slot
+  // replaces the pass over the devices.
+  std::optional<int64_t> ClosedFormWorst(const CType& type, const int64_t* from_local) const {
     // The axes of c's dimension i, size-1 axes aside, up to a product of `chunks`; false when
     // no prefix has exactly that product, where `*cut` says whether one does once its last
     // axis is cut to its major part (of a size dividing that axis's).
@@ -901,9 +913,16 @@ class Compact {
     };
     int64_t held = 1;
     bool unknown = false;
+    // Whether both sides split dimension i over axes of their own. (Tried only where the
+    // prefixes do not settle the dimension: where they do they say as much.)
+    auto apart_axes = [&](int i) {
+      return from_local[i] < dim_size_[i] && to_local_[i] < dim_size_[i] &&
+             (AxesOf(type, i) & AxesOf(to_, i)) == 0;
+    };
     for (int i = 0; i < rank_; ++i) {
       const int64_t a = from_local[i], b = to_local_[i];
       if (a % b != 0 && b % a != 0) {
+        if (apart_axes(i)) return target_elements_;
         unknown = true;
         continue;
       }
@@ -916,7 +935,7 @@ class Compact {
       const bool target_exact = prefix(to_, i, chunks, target, &t, &target_cut);
       if (mine_exact && target_exact) {
         if (!std::equal(mine, mine + m, target, target + t)) return target_elements_;
-      } else if ((mine_exact && target_cut) || (mine_cut && target_exact)) {
+      } else if ((mine_exact && target_cut) || (mine_cut && target_exact) || apart_axes(i)) {
         return target_elements_;
       } else {
         unknown = true;
