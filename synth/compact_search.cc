@@ -1538,19 +1538,29 @@ absl::StatusOr<std::vector<Step>> Compact::Run(MiddlePath* out) {
                                             options_.max_local_bytes));
   }
   const StateKey target = to_.Key();
-  std::vector<Node> nodes;
-  absl::flat_hash_map<StateKey, int> index;
-  using Entry = std::tuple<double, int64_t, int, int>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  nodes.push_back(Node{from_, 0, 0, -1, Op{}, false, 0, Heuristic(from_), 0});
-  index.emplace(from_.Key(), 0);
-  queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
+  const Bound source_bound = Heuristic(from_);
   generated_ = 1;
-  if (SourceOutOfBounds(options_, nodes[0].h)) {
+  if (SourceOutOfBounds(options_, source_bound)) {
     return absl::NotFoundError(absl::StrCat("no plan from ", FromText(), " to ", ToText(),
                                             SourceOutOfBoundsReason(options_)));
   }
+  // Past the source, a search generates dozens of states and expands states of dozens of
+  // edges: its containers start at that size rather than double their way there.
+  constexpr size_t kReserved = 64;
+  std::vector<Node> nodes;
+  nodes.reserve(kReserved);
+  absl::flat_hash_map<StateKey, int> index;
+  index.reserve(kReserved);
+  using Entry = std::tuple<double, int64_t, int, int>;
+  std::vector<Entry> entries;
+  entries.reserve(kReserved);
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue(std::greater<Entry>(),
+                                                                            std::move(entries));
+  nodes.push_back(Node{from_, 0, 0, -1, Op{}, false, 0, source_bound, 0});
+  index.emplace(from_.Key(), 0);
+  queue.emplace(nodes[0].h.us, nodes[0].h.bytes, 0, 0);
   std::vector<Edge> edges;
+  edges.reserve(kReserved);
   while (!queue.empty()) {
     auto [f, f_bytes, steps, id] = queue.top();
     queue.pop();

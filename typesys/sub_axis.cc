@@ -176,7 +176,10 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
   }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
-  for (const std::string& ref : refs) {
+  for (auto ref_it = refs.begin(); ref_it != refs.end(); ++ref_it) {
+    const std::string& ref = *ref_it;
+    // A repeat adds the same breakpoints (plans list each piece once per step that names it).
+    if (std::find(refs.begin(), ref_it, ref) != ref_it) continue;
     if (absl::Status s = mesh.CheckAxisRef(ref); !s.ok()) return s;
     const Mesh::Digit d = mesh.Resolve(ref);
     const int64_t n = mesh.axes()[d.index].size;
