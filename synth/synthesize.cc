@@ -1044,7 +1044,10 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
       << "valley ends differ in size: " << ToString(c.x()) << " vs " << ToString(c.y);
   const DistType& start = c.x() == c.y ? c.x() : c.y;
   for (const ValleyHalves::Up& u : halves.ups) {
-    if (*u.start == start && SameDescent(*u.late, c.late)) {
+    // Listed alike, partial axes in the same order (DistType's == takes them as a set): the
+    // ascent's types list them as its start does.
+    if (u.start->element_type == start.element_type && u.start->dims == start.dims &&
+        u.start->partial == start.partial && SameDescent(*u.late, c.late)) {
       c.up = &u.half;
       return;
     }
