@@ -873,6 +873,50 @@ class Compact {
     return mask;
   }
 
+  // Whether some device's current and target blocks in dimension i of `type` (local size
+  // `local`), whose local sizes divide one another, are disjoint, where the axes show it
+  // without chunk prefixes. The finer side's blocks nest in the coarser side's: block f of the
+  // finer lies in block floor(f / ratio) of the coarser (ratio: the local sizes' quotient).
+  // An axis of the coarser side that the finer does not hold moves the coarser block alone:
+  // some value of it misses. An axis a of the finer side that the coarser does not hold moves
+  // f alone, by its stride s in f's mixed radix: when (|a| - 1) s >= ratio, two of its values
+  // fall into different coarser blocks, one of them not the device's.
+  bool NestedApart(const CType& type, int i, int64_t local) const {
+    const bool type_finer = local <= to_local_[i];
+    const CType& finer = type_finer ? type : to_;
+    const CType& coarser = type_finer ? to_ : type;
+    const int64_t ratio = type_finer ? to_local_[i] / local : local / to_local_[i];
+    const uint32_t held_finer = AxesOf(finer, i), held_coarser = AxesOf(coarser, i);
+    if ((held_coarser & ~held_finer) != 0) return true;
+    int64_t stride = 1;
+    for (int s = finer.end[i] - 1; s >= finer.begin(i); --s) {
+      const int a = finer.ax[s];
+      if (!((held_coarser >> a) & 1u) && (size_[a] - 1) * stride >= ratio) return true;
+      stride *= size_[a];
+    }
+    return false;
+  }
+
+  // Whether some device's current and target blocks in dimension i of `type` (local size
+  // `local`) are disjoint because one side's axis that the other side's blocks there do not
+  // depend on moves its block far enough: with the rest fixed, an axis a of stride s (in that
+  // side's block index, blocks of L elements) puts the block at |a| starts spread over
+  // (|a| - 1) s L elements, and no block of the other side (of M elements) meets them all
+  // once that spread is at least L + M.
+  bool MovingApart(const CType& type, int i, int64_t local) const {
+    const uint32_t held_type = AxesOf(type, i), held_to = AxesOf(to_, i);
+    auto moves = [&](const CType& side, uint32_t other, int64_t l, int64_t m) {
+      int64_t stride = 1;
+      for (int s = side.end[i] - 1; s >= side.begin(i); --s) {
+        const int a = side.ax[s];
+        if (!((other >> a) & 1u) && (size_[a] - 1) * stride * l >= l + m) return true;
+        stride *= size_[a];
+      }
+      return false;
+    };
+    return moves(type, held_to, local, to_local_[i]) || moves(to_, held_type, to_local_[i], local);
+  }
+
   // Walk's maximum without the walk, where some dimension shows that a device holds none of
   // its target block or every dimension's blocks nest (nullopt otherwise: walk).
   // A dimension that both sides split over axes of their own (blocks nested or not) leaves
@@ -888,9 +932,10 @@ class Compact {
   // other (a cut axis's minor part is read by a side holding the whole axis and not by the cut
   // side), and the devices that differ in it alone differ in one number only. The side with L
   // as its local size holds whole axes multiplying to size / L, so a cut on the other side
-  // means some device holds nothing. When the chunks agree in every dimension, every device
-  // holds prod_i min(from_local, to_local) target elements. So a comparison per axis slot
-  // replaces the pass over the devices.
+  // means some device holds nothing. Where no prefix numbers the chunks, the axes may still
+  // show a device with nothing (NestedApart; MovingApart where the sizes do not divide). When
+  // the chunks agree in every dimension, every device holds prod_i min(from_local, to_local)
+  // target elements. So a comparison per axis slot replaces the pass over the devices.
   std::optional<int64_t> ClosedFormWorst(const CType& type, const int64_t* from_local) const {
     // The axes of c's dimension i, size-1 axes aside, up to a product of `chunks`; false when
     // no prefix has exactly that product, where `*cut` says whether one does once its last
@@ -922,7 +967,7 @@ class Compact {
     for (int i = 0; i < rank_; ++i) {
       const int64_t a = from_local[i], b = to_local_[i];
       if (a % b != 0 && b % a != 0) {
-        if (apart_axes(i)) return target_elements_;
+        if (apart_axes(i) || MovingApart(type, i, a)) return target_elements_;
         unknown = true;
         continue;
       }
@@ -935,7 +980,8 @@ class Compact {
       const bool target_exact = prefix(to_, i, chunks, target, &t, &target_cut);
       if (mine_exact && target_exact) {
         if (!std::equal(mine, mine + m, target, target + t)) return target_elements_;
-      } else if ((mine_exact && target_cut) || (mine_cut && target_exact) || apart_axes(i)) {
+      } else if ((mine_exact && target_cut) || (mine_cut && target_exact) || apart_axes(i) ||
+                 NestedApart(type, i, from_local[i])) {
         return target_elements_;
       } else {
         unknown = true;
