@@ -1008,6 +1008,22 @@ struct ValleyHalves {
   std::deque<Up> ups;
 };
 
+// The half `builder` built from `start`, priced: under the time objective as chains (the
+// gathers, scatters and reductions over several axes cost what they will once split), as the
+// plans in hand are ranked (NormalValleys).
+ValleyHalf Half(const Mesh& mesh, const DistType& start, StepBuilder& builder,
+                const CostModel* model) {
+  ValleyHalf half;
+  half.end = builder.current();
+  half.steps = std::move(builder.steps());
+  half.bytes = TotalBytes(mesh, start, half.steps);
+  if (model != nullptr) {
+    const std::optional<std::vector<Step>> chains = AsChains(mesh, start, half.steps, *model);
+    half.us = StepsUs(mesh, start, chains ? *chains : half.steps, *model);
+  }
+  return half;
+}
+
 // Sets c.down and c.up, from `halves` where a candidate of the pass had the same half.
 void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const CostModel* model,
              ValleyHalves& halves, Candidate& c) {
@@ -1028,17 +1044,8 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
     std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
     std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
-    ValleyHalf& down = halves.downs.emplace_back(ValleyHalves::Down{&c, {}}).half;
-    down.end = builder.current();
-    down.steps = std::move(builder.steps());
-    down.bytes = TotalBytes(mesh, from, down.steps);
-    if (model != nullptr) {
-      // As chains (the gathers, scatters and reductions over several axes cost what they will
-      // once split), as the plans in hand are ranked (NormalValleys).
-      const std::optional<std::vector<Step>> chains = AsChains(mesh, from, down.steps, *model);
-      down.us = StepsUs(mesh, from, chains ? *chains : down.steps, *model);
-    }
-    c.down = &down;
+    c.down =
+        &halves.downs.emplace_back(ValleyHalves::Down{&c, Half(mesh, from, builder, model)}).half;
   }
   RESHARD_CHECK(LocalBytes(mesh, c.x()) == LocalBytes(mesh, c.y))
       << "valley ends differ in size: " << ToString(c.x()) << " vs " << ToString(c.y);
@@ -1055,15 +1062,9 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
   StepBuilder ascent(mesh, start);
   EmitDescent(c.late, ascent);
   EmitAscent(to, ascent.current(), ascent);
-  ValleyHalf& up = halves.ups.emplace_back(ValleyHalves::Up{&start, &c.late, {}}).half;
-  up.end = ascent.current();
-  up.steps = std::move(ascent.steps());
-  up.bytes = TotalBytes(mesh, start, up.steps);
-  if (model != nullptr) {
-    const std::optional<std::vector<Step>> chains = AsChains(mesh, start, up.steps, *model);
-    up.us = StepsUs(mesh, start, chains ? *chains : up.steps, *model);
-  }
-  c.up = &up;
+  c.up =
+      &halves.ups.emplace_back(ValleyHalves::Up{&start, &c.late, Half(mesh, start, ascent, model)})
+           .half;
 }
 
 // The middle of one valley through a candidate (prepared from `halves`), or its status, with
