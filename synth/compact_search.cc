@@ -791,10 +791,10 @@ class Compact {
       MiddleCache::Impl::Walk walk;
       int64_t visits = 0;  // Of a walk run here (not found in the cache).
       // The closed form, where it applies, costs less than a lookup in the cache.
-      std::optional<int64_t> nested;
-      if (!need_total) nested = ClosedFormWorst(type, from_local);
-      if (nested) {
-        walk.worst = *nested;
+      std::optional<int64_t> closed;
+      if (!need_total) closed = ClosedFormWorst(type, from_local);
+      if (closed) {
+        walk.worst = *closed;
       } else if (shared_) {
         auto [it, inserted] =
             cache_.walks.try_emplace({to_dims_key_, type.DimsKey()}, MiddleCache::Impl::Walk{});
@@ -909,7 +909,8 @@ class Compact {
       int64_t stride = 1;
       for (int s = side.end[i] - 1; s >= side.begin(i); --s) {
         const int a = side.ax[s];
-        if (!((other >> a) & 1u) && (size_[a] - 1) * stride * l >= l + m) return true;
+        // (|a| - 1) s L is at most the dimension's size, so subtracting L cannot overflow.
+        if (!((other >> a) & 1u) && (size_[a] - 1) * stride * l - l >= m) return true;
         stride *= size_[a];
       }
       return false;
