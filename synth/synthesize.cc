@@ -991,9 +991,10 @@ bool SameScatteredLate(const std::vector<Append>& a, const std::vector<Append>& 
 // The valley halves Prepare built in one pass, by what determines them: a descent by the
 // gathers first, the descent's appends and the axes scattered late (which the all_reduce
 // leaves out); an ascent by its start and the late appends. Candidates of one pass share many
-// (on suite case x=2,y=4,z=4 [4096{y},4096] partial{x} -> [4096{z},4096{y}], 27 candidates
-// have 14 distinct descents and 8 distinct ascents). The candidates prepared from it must
-// outlive its use (its keys point into them) and it outlives their use of their halves.
+// (on suite case x=2,y=4,z=4 [4096{y},4096] partial{x} -> [4096{z},4096{y}], the 27
+// candidates of its two passes have 19 distinct descents and 8 distinct ascents). The
+// candidates prepared from it must outlive its use (its keys point into them) and it outlives
+// their use of their halves.
 struct ValleyHalves {
   struct Down {
     const Candidate* owner;  // Whose first, descent and late appends are the key.
