@@ -224,7 +224,10 @@ class Compact {
         size_one |= size_[a] == 1;
       }
     }
-    for (int i = 0; i < rank_; ++i) to_local_[i] = LocalDim(to_, i);
+    for (int i = 0; i < rank_; ++i) {
+      to_local_[i] = LocalDim(to_, i);
+      to_held_[i] = AxesOf(to_, i);
+    }
     target_elements_ = LocalElements(mesh, to);
     pending_unit_ = PendingUnit(mesh, to);
     if (timed()) {
@@ -873,49 +876,39 @@ class Compact {
     return mask;
   }
 
-  // Whether some device's current and target blocks in dimension i of `type` (local size
-  // `local`), whose local sizes divide one another, are disjoint, where the axes show it
-  // without chunk prefixes. The finer side's blocks nest in the coarser side's: block f of the
-  // finer lies in block floor(f / ratio) of the coarser (ratio: the local sizes' quotient).
-  // An axis of the coarser side that the finer does not hold moves the coarser block alone:
-  // some value of it misses. An axis a of the finer side that the coarser does not hold moves
-  // f alone, by its stride s in f's mixed radix: when (|a| - 1) s >= ratio, two of its values
-  // fall into different coarser blocks, one of them not the device's.
-  bool NestedApart(const CType& type, int i, int64_t local) const {
-    const bool type_finer = local <= to_local_[i];
-    const CType& finer = type_finer ? type : to_;
-    const CType& coarser = type_finer ? to_ : type;
-    const int64_t ratio = type_finer ? to_local_[i] / local : local / to_local_[i];
-    const uint32_t held_finer = AxesOf(finer, i), held_coarser = AxesOf(coarser, i);
-    if ((held_coarser & ~held_finer) != 0) return true;
+  // Whether an axis of `side`'s dimension i that `other` (a mask) lacks takes `side`'s block
+  // index, with the rest fixed, over a range of at least `steps`: (|a| - 1) s >= steps, s its
+  // stride in that mixed radix.
+  bool MovesFar(const CType& side, int i, uint32_t other, int64_t steps) const {
     int64_t stride = 1;
-    for (int s = finer.end[i] - 1; s >= finer.begin(i); --s) {
-      const int a = finer.ax[s];
-      if (!((held_coarser >> a) & 1u) && (size_[a] - 1) * stride >= ratio) return true;
+    for (int s = side.end[i] - 1; s >= side.begin(i); --s) {
+      const int a = side.ax[s];
+      if (!((other >> a) & 1u) && (size_[a] - 1) * stride >= steps) return true;
       stride *= size_[a];
     }
     return false;
   }
 
-  // Whether some device's current and target blocks in dimension i of `type` (local size
-  // `local`) are disjoint because one side's axis that the other side's blocks there do not
-  // depend on moves its block far enough: with the rest fixed, an axis a of stride s (in that
-  // side's block index, blocks of L elements) puts the block at |a| starts spread over
-  // (|a| - 1) s L elements, and no block of the other side (of M elements) meets them all
-  // once that spread is at least L + M.
-  bool MovingApart(const CType& type, int i, int64_t local) const {
-    const uint32_t held_type = AxesOf(type, i), held_to = AxesOf(to_, i);
-    auto moves = [&](const CType& side, uint32_t other, int64_t l, int64_t m) {
-      int64_t stride = 1;
-      for (int s = side.end[i] - 1; s >= side.begin(i); --s) {
-        const int a = side.ax[s];
-        // (|a| - 1) s L is at most the dimension's size, so subtracting L cannot overflow.
-        if (!((other >> a) & 1u) && (size_[a] - 1) * stride * l - l >= m) return true;
-        stride *= size_[a];
-      }
-      return false;
-    };
-    return moves(type, held_to, local, to_local_[i]) || moves(to_, held_type, to_local_[i], local);
+  // Whether some device's current and target blocks in dimension i are disjoint because an
+  // axis one side holds there and the other does not moves its side's block far enough with
+  // the rest fixed (the other side's block does not depend on it). `held` is AxesOf(type, i),
+  // `local` its local size there. Nested local sizes (one divides the other): block f of the
+  // finer side lies in block floor(f / ratio) of the coarser, so any axis of the coarser side
+  // misses with some value, and an axis of the finer side once it moves f by ratio. Otherwise
+  // a side's axis puts its block (L elements) at starts spread over (|a| - 1) s L elements,
+  // which no block of the other side (M elements) meets all of once the spread reaches L + M,
+  // i.e. (|a| - 1) s >= 1 + ceil(M / L).
+  bool MovingApart(const CType& type, int i, uint32_t held, int64_t local) const {
+    const int64_t target = to_local_[i];
+    if (local % target == 0 || target % local == 0) {
+      const bool type_finer = local <= target;
+      const int64_t ratio = type_finer ? target / local : local / target;
+      return type_finer ? MovesFar(to_, i, held, 1) || MovesFar(type, i, to_held_[i], ratio)
+                        : MovesFar(type, i, to_held_[i], 1) || MovesFar(to_, i, held, ratio);
+    }
+    auto spread = [](int64_t l, int64_t m) { return 1 + m / l + (m % l != 0); };
+    return MovesFar(type, i, to_held_[i], spread(local, target)) ||
+           MovesFar(to_, i, held, spread(target, local));
   }
 
   // Walk's maximum without the walk, where some dimension shows that a device holds none of
@@ -934,7 +927,7 @@ class Compact {
   // side), and the devices that differ in it alone differ in one number only. The side with L
   // as its local size holds whole axes multiplying to size / L, so a cut on the other side
   // means some device holds nothing. Where no prefix numbers the chunks, the axes may still
-  // show a device with nothing (NestedApart; MovingApart where the sizes do not divide). When
+  // show a device with nothing (MovingApart). When
   // the chunks agree in every dimension, every device holds prod_i min(from_local, to_local)
   // target elements. So a comparison per axis slot replaces the pass over the devices.
   std::optional<int64_t> ClosedFormWorst(const CType& type, const int64_t* from_local) const {
@@ -959,16 +952,19 @@ class Compact {
     };
     int64_t held = 1;
     bool unknown = false;
-    // Whether both sides split dimension i over axes of their own. (Tried only where the
-    // prefixes do not settle the dimension: where they do they say as much.)
-    auto apart_axes = [&](int i) {
-      return from_local[i] < dim_size_[i] && to_local_[i] < dim_size_[i] &&
-             (AxesOf(type, i) & AxesOf(to_, i)) == 0;
+    // Whether dimension i shows a device with nothing without chunk prefixes: both sides split
+    // it over axes of their own, or an axis moves apart. (Tried only where the prefixes do not
+    // settle the dimension: where they do they say as much.)
+    auto apart = [&](int i) {
+      const uint32_t held = AxesOf(type, i);
+      return (from_local[i] < dim_size_[i] && to_local_[i] < dim_size_[i] &&
+              (held & to_held_[i]) == 0) ||
+             MovingApart(type, i, held, from_local[i]);
     };
     for (int i = 0; i < rank_; ++i) {
       const int64_t a = from_local[i], b = to_local_[i];
       if (a % b != 0 && b % a != 0) {
-        if (apart_axes(i) || MovingApart(type, i, a)) return target_elements_;
+        if (apart(i)) return target_elements_;
         unknown = true;
         continue;
       }
@@ -981,8 +977,7 @@ class Compact {
       const bool target_exact = prefix(to_, i, chunks, target, &t, &target_cut);
       if (mine_exact && target_exact) {
         if (!std::equal(mine, mine + m, target, target + t)) return target_elements_;
-      } else if ((mine_exact && target_cut) || (mine_cut && target_exact) || apart_axes(i) ||
-                 NestedApart(type, i, from_local[i])) {
+      } else if ((mine_exact && target_cut) || (mine_cut && target_exact) || apart(i)) {
         return target_elements_;
       } else {
         unknown = true;
@@ -1072,6 +1067,7 @@ class Compact {
   uint64_t to_dims_key_ = 0;  // to_.DimsKey() and to_.DimsMask(), asked for every edge.
   uint32_t to_dims_mask_ = 0;
   int64_t to_local_[kMaxRank] = {};
+  uint32_t to_held_[kMaxRank] = {};  // AxesOf(to_, i), asked for by every closed form.
   int64_t target_elements_ = 0;
   __int128 pending_unit_ = 0;
   int64_t element_bytes_ = 0;

@@ -289,6 +289,15 @@ std::vector<std::string> Substitutions(const Mesh& mesh, const DistType& from, c
   return skip;
 }
 
+// The skip sets the descents are placed with, in order: none, then `substitutions` (for
+// Substitutions) where there are any, as the second would otherwise be the first again.
+absl::InlinedVector<const std::vector<std::string>*, 2> SkipSets(
+    const std::vector<std::string>& substitutions) {
+  static const std::vector<std::string>* const kNone = new std::vector<std::string>();
+  if (substitutions.empty()) return {kNone};
+  return {kNone, &substitutions};
+}
+
 // `to` with each new axis n (one `from` neither splits nor sums over) replaced by the first
 // unpaired partial axis p of `from` of the same size that `to` drops (neither keeps partial
 // nor splits), in `to`'s order; nullopt when there is no such pair. A descent placed on it
@@ -1817,10 +1826,7 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   };
   std::vector<DistType> plain_pre_gathers;  // Those of the empty skip set.
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
-  const std::vector<std::string> none;
-  for (const std::vector<std::string>* skips : {&none, &substitutions}) {
-    // Without substitutions the second skip set would be the first again.
-    if (skips == &substitutions && substitutions.empty()) break;
+  for (const std::vector<std::string>* skips : SkipSets(substitutions)) {
     const std::vector<std::string>& skip = *skips;
     std::vector<DistType> pre_gathers;
     for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
@@ -2195,10 +2201,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
     if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;
   }
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
-  const std::vector<std::string> none;
-  for (const std::vector<std::string>* skips : {&none, &substitutions}) {
-    // Without substitutions the second skip set would be the first again (as in Candidates).
-    if (skips == &substitutions && substitutions.empty()) break;
+  for (const std::vector<std::string>* skips : SkipSets(substitutions)) {
     const std::vector<std::string>& skip = *skips;
     std::optional<DistType> y = PlacePreGather(mesh, from, to, Placement::kFollow, skip);
     if (!y) continue;
