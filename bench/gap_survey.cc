@@ -2,7 +2,8 @@
 // takes on them.
 //
 //   gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] [--axes A] [--sums K]
-//              [--devices D] [--latency 1] [--sub-axes 0] [--strategy S]
+//              [--devices D] [--latency 1] [--dump 1] [--suite FILE] [--sub-axes 0]
+//              [--strategy S] [--objective O]
 //
 // Draws N cases (seeds S .. S+N-1; meshes of 1-3 axes x, y, z of sizes 1, 2, 3, 4, 8 and at
 // most 64 devices, ranks 1-3, dimensions 48-3072, random shardings and partial axes),
@@ -26,6 +27,16 @@
 // its modeled cost (to compare two builds' plans), for `optimal` how many plans are proven,
 // and the K slowest cases: docs/benchmarks.md, "Latency cliffs". Timings are this machine's,
 // not a test.
+// --dump 1 prints, for every case drawn that parses, the case and then the plan of `normal`
+// (or strategy S) as PlanToJson, or its error status, one line each: the same arguments print
+// the same lines, so `diff` of two builds' dumps shows every plan a change altered
+// (docs/benchmarks.md, "Checking that plans did not change").
+// --suite FILE takes the cases of FILE (bench/cases.txt's `mesh ; from ; to` lines) instead of
+// random draws, those with exactly A axes under --axes A; --cases, --seed, --sums and
+// --devices do not apply. With --dump 1 under callgrind it counts the instructions of
+// `Synthesize` on the suite (bench/count_instructions.sh).
+// --objective O (`time`, the default, or `bytes`) sets SynthesisOptions::objective for every
+// call, as `reshard plan --objective` does.
 // --sub-axes 0 synthesizes every case without splitting mesh axes (SynthesisOptions::sub_axes,
 // `reshard plan --no-sub-axes`), for both strategies.
 #include <algorithm>
@@ -33,6 +44,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -44,7 +56,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "synth/synthesize.h"
+#include "typesys/plan.h"
 
 namespace reshard {
 namespace {
@@ -56,11 +71,35 @@ struct RandomCase {
 // What to draw. `axes` 0: 1-3 axes of sizes 1-8, at most 64 devices, ranks 1-3 (the gap
 // survey's draw); otherwise exactly `axes` axes of sizes 2-8, at most `max_devices` (0: 256)
 // devices, ranks 1-4. `sums` > 0: the source sums over at least that many axes.
+// `suite`: the cases to take instead of drawing (--suite), filtered by `axes` when it is > 0.
 struct DrawSpec {
   int axes = 0;
   int sums = 0;
   int64_t max_devices = 0;
+  const std::vector<RandomCase>* suite = nullptr;
 };
+
+// The `mesh ; from ; to` lines of `path` ('#' starts a comment), or false with `error` set.
+bool ReadSuite(const std::string& path, std::vector<RandomCase>& out, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = absl::StrCat("cannot open ", path);
+    return false;
+  }
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string body(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
+    if (body.empty()) continue;
+    const std::vector<std::string> parts = absl::StrSplit(body, ';');
+    if (parts.size() != 3) {
+      error = absl::StrCat(path, ":", number, ": expected `mesh ; from ; to`");
+      return false;
+    }
+    auto strip = [](const std::string& part) { return std::string(absl::StripAsciiWhitespace(part)); };
+    out.push_back(RandomCase{strip(parts[0]), strip(parts[1]), strip(parts[2])});
+  }
+  return true;
+}
 
 // One random case from `seed`; empty mesh text when it has more devices than the draw allows
 // or fewer axes than `spec.sums`.
@@ -153,9 +192,12 @@ std::string CaseText(const RandomCase& c) {
 template <typename Visit>
 void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const SynthesisOptions& base,
                  int64_t& skipped, Visit visit) {
-  for (int64_t s = seed; s < seed + cases; ++s) {
-    const RandomCase c = Draw(s, spec);
-    const std::optional<Parsed> p = Parse(c);
+  const bool from_suite = spec.suite != nullptr;
+  const int64_t count = from_suite ? static_cast<int64_t>(spec.suite->size()) : cases;
+  for (int64_t s = from_suite ? 0 : seed; s < (from_suite ? 0 : seed) + count; ++s) {
+    const RandomCase c = from_suite ? (*spec.suite)[s] : Draw(s, spec);
+    std::optional<Parsed> p = Parse(c);
+    if (p && from_suite && spec.axes > 0 && p->mesh.num_axes() != spec.axes) continue;
     if (!p) {
       ++skipped;
       continue;
@@ -227,6 +269,20 @@ int RunLatency(int64_t cases, int64_t seed, const DrawSpec& spec, int show,
   return 0;
 }
 
+int RunDump(int64_t cases, int64_t seed, const DrawSpec& spec, const SynthesisOptions& base,
+            Strategy strategy) {
+  int64_t skipped = 0;
+  ForEachCase(cases, seed, spec, base, skipped,
+              [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
+                options.strategy = strategy;
+                const absl::StatusOr<Plan> plan = Synthesize(p.mesh, p.from, p.to, options);
+                std::printf("%s\n%s\n", CaseText(c).c_str(),
+                            plan.ok() ? PlanToJson(*plan).c_str() : plan.status().ToString().c_str());
+              });
+  std::printf("skipped: %lld\n", static_cast<long long>(skipped));
+  return 0;
+}
+
 int Run(int64_t cases, int64_t seed, const DrawSpec& spec, int show, const SynthesisOptions& base) {
   std::vector<std::pair<double, std::string>> ratios;
   int64_t skipped = 0;
@@ -280,11 +336,21 @@ int main(int argc, char** argv) {
   int64_t cases = 5000, seed = 0;
   int show = 10;
   reshard::DrawSpec spec;
-  bool latency = false;
+  bool latency = false, dump = false;
   reshard::SynthesisOptions base;  // The options every case starts from (model, sub-axes).
   reshard::Strategy strategy = reshard::Strategy::kNormal;
+  std::vector<reshard::RandomCase> suite;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
+    if (flag == "--suite") {
+      std::string error;
+      if (!reshard::ReadSuite(argv[i + 1], suite, error)) {
+        std::fprintf(stderr, "gap-survey: --suite: %s\n", error.c_str());
+        return 2;
+      }
+      spec.suite = &suite;
+      continue;
+    }
     if (flag == "--strategy") {
       absl::StatusOr<reshard::Strategy> parsed = reshard::ParseStrategy(argv[i + 1]);
       if (!parsed.ok()) {
@@ -293,6 +359,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       strategy = *parsed;
+      continue;
+    }
+    if (flag == "--objective") {
+      absl::StatusOr<reshard::Objective> parsed = reshard::ParseObjective(argv[i + 1]);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "gap-survey: --objective: %s\n",
+                     std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      base.objective = *parsed;
       continue;
     }
     if (flag == "--axis-cost") {
@@ -316,7 +392,7 @@ int main(int argc, char** argv) {
       seed = value;
     } else if (flag == "--show") {
       show = static_cast<int>(std::min<int64_t>(value, 1000));
-    } else if (flag == "--axes" && value >= 1 && value <= 8) {
+    } else if (flag == "--axes" && value <= 8) {
       spec.axes = static_cast<int>(value);
     } else if (flag == "--sums" && value >= 1 && value <= 4) {
       spec.sums = static_cast<int>(value);
@@ -324,13 +400,15 @@ int main(int argc, char** argv) {
       spec.max_devices = value;
     } else if (flag == "--latency" && value <= 1) {
       latency = value == 1;
+    } else if (flag == "--dump" && value <= 1) {
+      dump = value == 1;
     } else if (flag == "--sub-axes" && value <= 1) {
       base.sub_axes = value == 1;
     } else {
       std::fprintf(stderr,
                    "gap-survey: unknown flag or value %s %s (--cases, --seed, --show, "
-                   "--axis-cost, --axes 1-8, --sums 1-4, --devices D, --latency 0|1, "
-                   "--sub-axes 0|1, --strategy)\n",
+                   "--axis-cost, --axes 0-8, --sums 1-4, --devices D, --latency 0|1, "
+                   "--dump 0|1, --suite FILE, --sub-axes 0|1, --strategy, --objective)\n",
                    argv[i], argv[i + 1]);
       return 2;
     }
@@ -338,14 +416,22 @@ int main(int argc, char** argv) {
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: gap-survey [--cases N] [--seed S] [--show K] [--axis-cost C] "
-                 "[--axes A] [--sums K] [--devices D] [--latency 1] [--sub-axes 0] "
-                 "[--strategy S]\n");
+                 "[--axes A] [--sums K] [--devices D] [--latency 1] [--dump 1] "
+                 "[--suite FILE] [--sub-axes 0] [--strategy S] [--objective O]\n");
     return 2;
   }
-  if (!latency && strategy != reshard::Strategy::kNormal) {
+  if (latency && dump) {
+    std::fprintf(stderr, "gap-survey: --latency 1 and --dump 1 exclude each other\n");
+    return 2;
+  }
+  if (!latency && !dump && strategy != reshard::Strategy::kNormal) {
     std::fprintf(stderr,
-                 "gap-survey: --strategy needs --latency 1 (the survey compares normal "
-                 "with optimal)\n");
+                 "gap-survey: --strategy needs --latency 1 or --dump 1 (the survey compares "
+                 "normal with optimal)\n");
+    return 2;
+  }
+  if (spec.suite != nullptr && (spec.sums > 0 || spec.max_devices > 0)) {
+    std::fprintf(stderr, "gap-survey: --suite takes its cases as listed (no --sums, --devices)\n");
     return 2;
   }
   if (spec.max_devices > 0 && spec.axes == 0) {
@@ -353,5 +439,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (latency) return reshard::RunLatency(cases, seed, spec, show, base, strategy);
+  if (dump) return reshard::RunDump(cases, seed, spec, base, strategy);
   return reshard::Run(cases, seed, spec, show, base);
 }
