@@ -3918,10 +3918,41 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
   return Lifted(mesh, from, to, options, *stripped, unproven);
 }
 
+// The identity reshard, which a partitioner meets on every edge whose two shardings already
+// agree: the plan without steps (what every memory-bounded strategy returns for it), built
+// without the refinements, lower bounds and passes of a call (~30 k instructions of them,
+// docs/benchmarks.md). nullopt for strategies that may move data anyway (naive gathers
+// first), types naming sub-axes (the general path gives them canonical names), and input the
+// general path must reject with its own message.
+std::optional<Plan> IdentityPlan(const Mesh& mesh, const DistType& from, const DistType& to,
+                                 const SynthesisOptions& options) {
+  const bool ours = options.strategy == Strategy::kNormal ||
+                    options.strategy == Strategy::kOptimal || options.strategy == Strategy::kAuto;
+  if (!ours || !(from == to) || HasSubAxes(mesh, from) || HasSubAxes(mesh, to) ||
+      !CheckReshardable(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok()) {
+    return std::nullopt;
+  }
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = from;
+  plan.target = to;
+  plan.strategy = std::string(StrategyName(options.strategy));
+  plan.cost_model = options.cost_model;
+  // Every device holds its target block (and summand) already: nothing to receive.
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model,
+                                /*lower_bound_bytes_total=*/0);
+  if (options.strategy == Strategy::kOptimal) plan.optimality = Optimality::kProven;
+  return plan;
+}
+
 }  // namespace
 
 absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const DistType& to,
                                 const SynthesisOptions& options) {
+  if (std::optional<Plan> identity = IdentityPlan(mesh, from, to, options)) {
+    DebugCheck(*identity, "synthesized an ill-typed identity plan");
+    return *std::move(identity);
+  }
   bool unproven = false;
   absl::StatusOr<Plan> plan = SynthesizeWithoutSizeOne(mesh, from, to, options, &unproven);
   if (!plan.ok()) return plan;

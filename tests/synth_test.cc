@@ -23,6 +23,7 @@
 #include "tests/test_util.h"
 #include "typesys/absl_compat.h"
 #include "typesys/collective.h"
+#include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
 #include "typesys/plan.h"
@@ -133,6 +134,69 @@ TEST(NormalTest, IdentityHasNoSteps) {
   EXPECT_EQ(plan.metrics.bytes_received_total, 0);
   Plan partial = Synth(mesh, "f32[8{x},16] partial{y}", "f32[8{x},16] partial{y}");
   EXPECT_TRUE(partial.steps.empty());
+}
+
+// Synthesize returns identities before any pass (IdentityPlan): the same plan the passes gave,
+// with its metrics as CheckPlan computes them, under every strategy that takes that exit, every
+// objective and a model whose axes differ; naive still gathers first; invalid identities are
+// still rejected with the passes' messages.
+TEST(NormalTest, IdentityExitMatchesThePasses) {
+  const CostModel skewed = *ParseCostModel("x=1:300,y=20:25");
+  struct Case {
+    const char* mesh;
+    const char* type;
+    const char* target;  // The same type, partial axes listed in another order.
+  };
+  const Case cases[] = {
+      {"x=2,y=4", "f32[8{x},16{y}]", "f32[8{x},16{y}]"},
+      {"x=2,y=4", "bf16[8,16]", "bf16[8,16]"},
+      {"x=2,y=4,z=3", "f32[6{z},16] partial{x,y}", "f32[6{z},16] partial{y,x}"},
+      {"x=2,u=1,y=4", "f32[8{u,x},16{y}]", "f32[8{u,x},16{y}]"},  // A size-1 axis.
+  };
+  for (const Case& c : cases) {
+    const Mesh mesh = M(c.mesh);
+    const DistType from = T(mesh, c.type), to = T(mesh, c.target);
+    for (Strategy strategy : {Strategy::kNormal, Strategy::kOptimal, Strategy::kAuto}) {
+      for (Objective objective : {Objective::kModeledTime, Objective::kBytes}) {
+        for (bool skew : {false, true}) {
+          SynthesisOptions options;
+          options.strategy = strategy;
+          options.objective = objective;
+          if (skew) options.cost_model = skewed.OnAxesOf(mesh);
+          absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, options);
+          ASSERT_TRUE(plan.ok()) << c.type << ": " << plan.status();
+          EXPECT_TRUE(plan->steps.empty()) << Describe(*plan);
+          EXPECT_EQ(ToString(plan->target), ToString(to));
+          EXPECT_EQ(plan->strategy, StrategyName(strategy));
+          EXPECT_TRUE(CheckPlan(*plan).ok()) << CheckPlan(*plan);
+          EXPECT_EQ(plan->metrics.peak_local_bytes, LocalBytes(mesh, from));
+          EXPECT_EQ(plan->metrics.lower_bound_bytes_total, LowerBoundBytesTotal(mesh, from, to));
+          EXPECT_EQ(plan->metrics.cost_us, 0.0);
+          EXPECT_EQ(plan->optimality, strategy == Strategy::kOptimal ? Optimality::kProven
+                                                                     : Optimality::kNotClaimed);
+        }
+      }
+    }
+  }
+  // Naive gathers to full size whatever the types (it imitates XLA's fallback).
+  const Mesh mesh = M("x=2,y=4");
+  SynthesisOptions naive;
+  naive.strategy = Strategy::kNaive;
+  absl::StatusOr<Plan> gathered =
+      Synthesize(mesh, T(mesh, "f32[8{x},16{y}]"), T(mesh, "f32[8{x},16{y}]"), naive);
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  EXPECT_FALSE(gathered->steps.empty());
+  // Invalid identities: the passes' own errors.
+  DistType bad = T(mesh, "f32[8{x},16{y}]");
+  bad.dims[0].size = 7;
+  absl::StatusOr<Plan> rejected = Synthesize(mesh, bad, bad, SynthesisOptions());
+  EXPECT_EQ(rejected.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rejected.status().message(), HasSubstr("not divisible"));
+  SynthesisOptions unknown_axis;
+  unknown_axis.cost_model = *ParseCostModel("w=1:300");
+  absl::StatusOr<Plan> bad_model =
+      Synthesize(mesh, T(mesh, "f32[8{x},16]"), T(mesh, "f32[8{x},16]"), unknown_axis);
+  EXPECT_EQ(bad_model.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(NormalTest, AxesSwapDimensions) {
