@@ -2,7 +2,8 @@
 # The measuring tools' contract (docs/benchmarks.md, "Counting instructions, checking that plans
 # did not change"): gap-survey --dump 1 prints each case then its plan, deterministically, for
 # random draws and for a case file (--suite); bad flags and files exit 2 with one message;
-# bench/plan_dumps.sh writes the same files twice.
+# bench/plan_dumps.sh writes the same files twice; docs/benchmarks.md holds the tables
+# reshard-bench prints.
 #
 #   bash tests/bench_tools_test.sh BUILD_DIR
 set -uo pipefail
@@ -65,6 +66,13 @@ check "malformed suite line: names the line" grep -q 'short.txt:1:' "$tmp/err"
 bad "latency and dump" --latency 1 --dump 1
 bad "unknown objective" --objective fastest --dump 1
 bad "suite with sums" --suite bench/cases.txt --sums 2 --dump 1
+
+# docs/benchmarks.md's quality tables are what reshard-bench prints now: every table line of
+# its output stands verbatim in the docs (regenerate them when a plan of the suite changes).
+"$build/bench/reshard-bench" --cases bench/cases.txt >"$tmp/quality.md"
+stale=$(grep '^|' "$tmp/quality.md" | grep -vxF -f docs/benchmarks.md | head -3)
+check "docs/benchmarks.md holds reshard-bench's tables" [ -z "$stale" ]
+[ -z "$stale" ] || echo "  not in docs/benchmarks.md: $stale"
 
 # plan_dumps.sh: the same files from the same build.
 bash bench/plan_dumps.sh "$build" "$tmp/d1" >/dev/null
