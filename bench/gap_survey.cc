@@ -95,7 +95,9 @@ bool ReadSuite(const std::string& path, std::vector<RandomCase>& out, std::strin
       error = absl::StrCat(path, ":", number, ": expected `mesh ; from ; to`");
       return false;
     }
-    auto strip = [](const std::string& part) { return std::string(absl::StripAsciiWhitespace(part)); };
+    auto strip = [](const std::string& part) {
+      return std::string(absl::StripAsciiWhitespace(part));
+    };
     out.push_back(RandomCase{strip(parts[0]), strip(parts[1]), strip(parts[2])});
   }
   return true;
@@ -276,8 +278,9 @@ int RunDump(int64_t cases, int64_t seed, const DrawSpec& spec, const SynthesisOp
               [&](const RandomCase& c, const Parsed& p, SynthesisOptions options) {
                 options.strategy = strategy;
                 const absl::StatusOr<Plan> plan = Synthesize(p.mesh, p.from, p.to, options);
-                std::printf("%s\n%s\n", CaseText(c).c_str(),
-                            plan.ok() ? PlanToJson(*plan).c_str() : plan.status().ToString().c_str());
+                std::printf(
+                    "%s\n%s\n", CaseText(c).c_str(),
+                    plan.ok() ? PlanToJson(*plan).c_str() : plan.status().ToString().c_str());
               });
   std::printf("skipped: %lld\n", static_cast<long long>(skipped));
   return 0;

@@ -220,19 +220,19 @@ void BM_PermutePricing(benchmark::State& state) {
 }
 
 // BM_Common/<n>: `normal` on a reshard partitioners issue most (a reduction, a gather, a
-// dimension swap, the identity) on a 3-axis mesh whose axes split into atoms, so that Synthesize may run its
-// pass on the prime-factor refinement: mean latency.
+// dimension swap, the identity) on a 3-axis mesh whose axes split into atoms, so that Synthesize
+// may run its pass on the prime-factor refinement: mean latency.
 struct CommonCase {
   const char* from;
   const char* to;
 };
 const char kCommonMesh[] = "x=4,y=4,z=4";
 const CommonCase kCommon[] = {
-    {"f32[64,64] partial{x}", "f32[64,64]"},       // all_reduce
-    {"f32[64,64] partial{x}", "f32[64{x},64]"},    // reduce_scatter
-    {"f32[64{x},64]", "f32[64,64]"},               // all_gather
-    {"f32[64{x},64{y}]", "f32[64{y},64{x}]"},      // swap
-    {"f32[64{x},64{y}]", "f32[64{x},64{y}]"},      // identity (the shardings agree already)
+    {"f32[64,64] partial{x}", "f32[64,64]"},     // all_reduce
+    {"f32[64,64] partial{x}", "f32[64{x},64]"},  // reduce_scatter
+    {"f32[64{x},64]", "f32[64,64]"},             // all_gather
+    {"f32[64{x},64{y}]", "f32[64{y},64{x}]"},    // swap
+    {"f32[64{x},64{y}]", "f32[64{x},64{y}]"},    // identity (the shardings agree already)
 };
 
 void BM_Common(benchmark::State& state) {

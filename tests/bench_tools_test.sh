@@ -32,7 +32,8 @@ check "suite: a case line per case" [ "$(grep -c ' ; ' "$tmp/suite.txt")" -eq "$
 check "suite: a plan per case" [ "$(grep -c '^{"mesh":' "$tmp/suite.txt")" -eq "$listed" ]
 check "suite: nothing skipped" grep -qx 'skipped: 0' "$tmp/suite.txt"
 first_mesh=$(head -1 "$tmp/suite.txt" | cut -d' ' -f1)
-check "suite: the plan follows its case" grep -q "^{\"mesh\":\"$first_mesh\"" <(sed -n 2p "$tmp/suite.txt")
+check "suite: the plan follows its case" \
+  grep -q "^{\"mesh\":\"$first_mesh\"" <(sed -n 2p "$tmp/suite.txt")
 
 # --axes filters the suite's meshes; the 3-axis cases are a strict subset.
 "$survey" --dump 1 --suite bench/cases.txt --axes 3 >"$tmp/suite3.txt"

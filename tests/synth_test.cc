@@ -172,8 +172,8 @@ TEST(NormalTest, IdentityExitMatchesThePasses) {
           EXPECT_EQ(plan->metrics.peak_local_bytes, LocalBytes(mesh, from));
           EXPECT_EQ(plan->metrics.lower_bound_bytes_total, LowerBoundBytesTotal(mesh, from, to));
           EXPECT_EQ(plan->metrics.cost_us, 0.0);
-          EXPECT_EQ(plan->optimality, strategy == Strategy::kOptimal ? Optimality::kProven
-                                                                     : Optimality::kNotClaimed);
+          EXPECT_EQ(plan->optimality,
+                    strategy == Strategy::kOptimal ? Optimality::kProven : Optimality::kNotClaimed);
         }
       }
     }
