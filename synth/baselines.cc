@@ -636,12 +636,13 @@ absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& 
                                               bool paired_permutes) {
   if (fell_back != nullptr) *fell_back = false;
   const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
+  if (refs.empty() && HasPrimeAxes(mesh)) {
+    // The mesh is its own atoms: the steps name whole axes only, which coarsening would leave
+    // as they are.
+    return ShardyStepsOnAtoms(mesh, from, to, fell_back, paired_permutes);
+  }
   Plan plan;
-  if (refs.empty() && HasPrimeAxes(mesh)) {  // The mesh is its own atoms.
-    plan.mesh = mesh;
-    plan.source = from;
-    plan.target = to;
-  } else {
+  {
     absl::StatusOr<AxisRefinement> atoms =
         AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
     if (!atoms.ok()) return atoms.status();
