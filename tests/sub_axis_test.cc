@@ -2,6 +2,7 @@
 // synthesis with and without splitting axes (issue 7's hand cases).
 #include "typesys/sub_axis.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,38 @@ TEST(RefinementTest, NothingToSplitIsTheMeshItself) {
       }
     }
   }
+}
+
+// The prime-factor refinement without references has a shortcut of its own (every normal and
+// optimal call builds it): the same atoms, names, breakpoints and refinements of types as the
+// general path, which a whole-axis reference takes.
+TEST(RefinementTest, PrimeFactorsWithoutReferencesMatchTheGeneralPath) {
+  for (const char* text : {"x=2,y=8", "x=4,u=1,z=12", "a=6,b=9,c=5", "x=1024,y=3",
+                           "data=16,fsdp=8,tensor=4", "p=1048576"}) {
+    const Mesh mesh = M(text);
+    const absl::StatusOr<AxisRefinement> general =
+        AxisRefinement::Create(mesh, {mesh.axes()[0].name}, /*prime_factors=*/true);
+    const absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {}, true);
+    ASSERT_TRUE(general.ok()) << general.status();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->refined(), general->refined()) << text;
+    EXPECT_EQ(r->refined().ToString(), general->refined().ToString()) << text;
+    for (const MeshAxis& axis : mesh.axes()) {
+      EXPECT_EQ(r->Atoms(axis.name), general->Atoms(axis.name)) << text;
+    }
+  }
+  const Mesh mesh = M("x=12,y=2");
+  const absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {}, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->refined().ToString(), "x:(1)2=2,x:(2)2=2,x:(4)3=3,y=2");
+  EXPECT_EQ(r->Atoms("x:(2)6"), (std::vector<std::string>{"x:(2)2", "x:(4)3"}));
+  EXPECT_EQ(ToString(r->Refine(T(mesh, "f32[24{x:(1)4},6] partial{y}"))),
+            "f32[24{x:(1)2,x:(2)2},6] partial{y}");
+  // Names of pieces as SubAxisName formats them, down to int64_t's extremes.
+  EXPECT_EQ(SubAxisName("tensor", 1, 2), "tensor:(1)2");
+  EXPECT_EQ(SubAxisName("x", 4096, 1048576), "x:(4096)1048576");
+  EXPECT_EQ(SubAxisName("x", std::numeric_limits<int64_t>::max(), -1),
+            "x:(9223372036854775807)-1");
 }
 
 TEST(SubAxisPlanTest, LowerBoundIgnoresSpelling) {

@@ -1,6 +1,7 @@
 #include "typesys/mesh.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -92,7 +93,21 @@ std::string AxisRefName(const AxisRef& ref) {
 }
 
 std::string SubAxisName(std::string_view axis, int64_t pre, int64_t size) {
-  return absl::StrCat(Absl(axis), ":(", pre, ")", size);
+  // By hand rather than StrCat: refinements name every atom of a mesh, several times per
+  // Synthesize call. An int64_t takes at most 20 characters.
+  char pre_digits[20], size_digits[20];
+  const size_t pre_length =
+      static_cast<size_t>(std::to_chars(pre_digits, pre_digits + 20, pre).ptr - pre_digits);
+  const size_t size_length =
+      static_cast<size_t>(std::to_chars(size_digits, size_digits + 20, size).ptr - size_digits);
+  std::string name;
+  name.reserve(axis.size() + 3 + pre_length + size_length);
+  name.append(axis);
+  name.append(":(");
+  name.append(pre_digits, pre_length);
+  name.push_back(')');
+  name.append(size_digits, size_length);
+  return name;
 }
 
 absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {

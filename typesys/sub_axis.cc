@@ -174,6 +174,31 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     for (const MeshAxis& axis : mesh.axes()) r.breakpoints_.push_back({1, axis.size});
     return r;
   }
+  std::vector<MeshAxis> atoms;
+  std::vector<int64_t> factors;
+  if (refs.empty()) {
+    // Every axis split into its prime factors, ascending (the finest refinement, which every
+    // normal and optimal call builds): what the general path below builds from the single
+    // interval 1 | size, without its breakpoint lists.
+    r.breakpoints_.resize(mesh.num_axes());
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      const MeshAxis& axis = mesh.axes()[a];
+      std::vector<int64_t>& b = r.breakpoints_[a];
+      factors.clear();
+      AppendPrimeFactors(axis.size, &factors);
+      b.reserve(factors.size() + 1);
+      b.push_back(1);
+      for (int64_t f : factors) b.push_back(b.back() * f);
+      if (factors.empty()) b.push_back(1);  // A size-1 axis stays one atom.
+      for (size_t j = 0; j + 1 < b.size(); ++j) {
+        const int64_t size = b[j + 1] / b[j];
+        atoms.push_back(
+            MeshAxis{b.size() == 2 ? axis.name : SubAxisName(axis.name, b[j], size), size});
+      }
+    }
+    r.refined_ = Mesh::FromAtoms(std::move(atoms), mesh.num_devices());
+    return r;
+  }
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
   for (auto ref_it = refs.begin(); ref_it != refs.end(); ++ref_it) {
@@ -187,8 +212,6 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
     points[d.index].emplace_back(pre, ref);
     points[d.index].emplace_back(pre * d.size, ref);
   }
-  std::vector<MeshAxis> atoms;
-  std::vector<int64_t> factors;
   r.breakpoints_.resize(mesh.num_axes());
   for (int a = 0; a < mesh.num_axes(); ++a) {
     const MeshAxis& axis = mesh.axes()[a];
