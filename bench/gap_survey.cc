@@ -354,34 +354,23 @@ int main(int argc, char** argv) {
       spec.suite = &suite;
       continue;
     }
-    if (flag == "--strategy") {
-      absl::StatusOr<reshard::Strategy> parsed = reshard::ParseStrategy(argv[i + 1]);
+    // The value parsed by `parse` (returning StatusOr) into `out`; false, said, when invalid.
+    auto parse_into = [&](auto parse, auto& out) {
+      auto parsed = parse(argv[i + 1]);
       if (!parsed.ok()) {
-        std::fprintf(stderr, "gap-survey: --strategy: %s\n",
+        std::fprintf(stderr, "gap-survey: %s: %s\n", argv[i],
                      std::string(parsed.status().message()).c_str());
-        return 2;
+        return false;
       }
-      strategy = *parsed;
-      continue;
-    }
-    if (flag == "--objective") {
-      absl::StatusOr<reshard::Objective> parsed = reshard::ParseObjective(argv[i + 1]);
-      if (!parsed.ok()) {
-        std::fprintf(stderr, "gap-survey: --objective: %s\n",
-                     std::string(parsed.status().message()).c_str());
-        return 2;
-      }
-      base.objective = *parsed;
-      continue;
-    }
-    if (flag == "--axis-cost") {
-      absl::StatusOr<reshard::CostModel> parsed = reshard::ParseCostModel(argv[i + 1]);
-      if (!parsed.ok()) {
-        std::fprintf(stderr, "gap-survey: --axis-cost: %s\n",
-                     std::string(parsed.status().message()).c_str());
-        return 2;
-      }
-      base.cost_model = *std::move(parsed);
+      out = *std::move(parsed);
+      return true;
+    };
+    if (flag == "--strategy" || flag == "--objective" || flag == "--axis-cost") {
+      const bool ok = flag == "--strategy" ? parse_into(reshard::ParseStrategy, strategy)
+                      : flag == "--objective"
+                          ? parse_into(reshard::ParseObjective, base.objective)
+                          : parse_into(reshard::ParseCostModel, base.cost_model);
+      if (!ok) return 2;
       continue;
     }
     int64_t value = 0;

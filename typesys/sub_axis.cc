@@ -69,6 +69,16 @@ void CanonicalizeList(const Mesh& mesh, std::vector<std::string>& axes) {
   if (AnySubAxis(mesh, axes)) axes = MergedPieces(mesh, axes);
 }
 
+// The atoms of `axis` between its breakpoints `b` (1 = b_0 | b_1 | ... = size): the piece
+// (b_j)(b_{j+1}/b_j) each, named by the axis alone when it is one atom.
+void AppendAtomsBetween(const MeshAxis& axis, const std::vector<int64_t>& b,
+                        std::vector<MeshAxis>& atoms) {
+  for (size_t j = 0; j + 1 < b.size(); ++j) {
+    const int64_t size = b[j + 1] / b[j];
+    atoms.push_back(MeshAxis{b.size() == 2 ? axis.name : SubAxisName(axis.name, b[j], size), size});
+  }
+}
+
 void AppendPrimeFactors(int64_t n, std::vector<int64_t>* out) {
   for (int64_t p = 2; p * p <= n; ++p) {
     while (n % p == 0) {
@@ -190,11 +200,7 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
       b.push_back(1);
       for (int64_t f : factors) b.push_back(b.back() * f);
       if (factors.empty()) b.push_back(1);  // A size-1 axis stays one atom.
-      for (size_t j = 0; j + 1 < b.size(); ++j) {
-        const int64_t size = b[j + 1] / b[j];
-        atoms.push_back(
-            MeshAxis{b.size() == 2 ? axis.name : SubAxisName(axis.name, b[j], size), size});
-      }
+      AppendAtomsBetween(axis, b, atoms);
     }
     r.refined_ = Mesh::FromAtoms(std::move(atoms), mesh.num_devices());
     return r;
@@ -245,11 +251,7 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
       }
       b = std::move(fine);
     }
-    for (size_t j = 0; j + 1 < b.size(); ++j) {
-      const int64_t size = b[j + 1] / b[j];
-      atoms.push_back(
-          MeshAxis{b.size() == 2 ? axis.name : SubAxisName(axis.name, b[j], size), size});
-    }
+    AppendAtomsBetween(axis, b, atoms);
   }
   // Valid by construction (the pieces of a valid mesh's axes, named once each): Mesh::Create
   // would parse every name again.
