@@ -641,15 +641,12 @@ absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& 
     // as they are.
     return ShardyStepsOnAtoms(mesh, from, to, fell_back, paired_permutes);
   }
+  absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+  if (!atoms.ok()) return atoms.status();
   Plan plan;
-  {
-    absl::StatusOr<AxisRefinement> atoms =
-        AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
-    if (!atoms.ok()) return atoms.status();
-    plan.mesh = atoms->refined();
-    plan.source = atoms->Refine(from);
-    plan.target = atoms->Refine(to);
-  }
+  plan.mesh = atoms->refined();
+  plan.source = atoms->Refine(from);
+  plan.target = atoms->Refine(to);
   plan.steps = ShardyStepsOnAtoms(plan.mesh, plan.source, plan.target, fell_back, paired_permutes);
   return CoarsenPlan(mesh, std::move(plan)).steps;
 }
