@@ -90,9 +90,12 @@ bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
 
 }  // namespace
 
-absl::Status CheckSynthesizedPlan(const Plan& plan) {
+absl::Status CheckSynthesizedPlan(const Plan& plan, const AxisRefinement* finest) {
   if (HasSubAxes(plan.mesh, plan.source, plan.steps) || HasSubAxes(plan.mesh, plan.target)) {
     // Placement keys are per mesh axis: check on the refinement (same devices and buffers).
+    if (finest != nullptr && finest->mesh() == plan.mesh) {
+      return CheckSynthesizedPlan(RefinePlanOn(*finest, plan));
+    }
     absl::StatusOr<Plan> refined = RefinePlan(plan);
     if (!refined.ok()) return refined.status();
     return CheckSynthesizedPlan(*refined);

@@ -19,11 +19,16 @@
 
 #include "absl/status/status.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard::internal {
 
 // InvalidArgument naming the failing step (CheckSteps' format) or the wrong result.
-absl::Status CheckSynthesizedPlan(const Plan& plan);
+// `finest`: when not null and a refinement of plan.mesh, a plan with sub-axes is checked on it
+// (every reference of the plan must nest with it: Synthesize passes the prime-factor
+// refinement it synthesized on) instead of on the refinement its own references need, which
+// saves building that one; the same check, on finer atoms.
+absl::Status CheckSynthesizedPlan(const Plan& plan, const AxisRefinement* finest = nullptr);
 
 }  // namespace reshard::internal
 

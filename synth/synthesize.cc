@@ -3239,8 +3239,9 @@ namespace {
 // holds for every plan built here (a valid source; metrics computed from the same steps, on
 // this mesh or on a refinement of it, which prices them alike) and with permutes checked by
 // placement keys (synth/plan_check.h). Debug builds run CheckPlan as well.
-void CheckOrDie(const Plan& plan, std::string_view what) {
-  absl::Status check = internal::CheckSynthesizedPlan(plan);
+// `finest`: see CheckSynthesizedPlan.
+void CheckOrDie(const Plan& plan, std::string_view what, const AxisRefinement* finest = nullptr) {
+  absl::Status check = internal::CheckSynthesizedPlan(plan, finest);
 #ifndef NDEBUG
   if (check.ok()) check = CheckPlan(plan);
 #endif
@@ -3431,19 +3432,21 @@ bool SplitsAxes(Strategy strategy) {
 }
 
 // Synthesize without the final check. `unproven`: when not null, set when `optimal`'s search
-// on the prime-factor refinement gave up (Optimality::kWholeAxesOnly).
-absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
-                                         const DistType& to, const SynthesisOptions& options,
-                                         bool* unproven = nullptr) {
+// on the prime-factor refinement gave up (Optimality::kWholeAxesOnly). `finest`: when not
+// null, set to the prime-factor refinement of `mesh` the call built, if it built one: every
+// axis reference of the plan returned nests with it (for the final check).
+absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from, const DistType& to,
+                                         const SynthesisOptions& options, bool* unproven = nullptr,
+                                         std::optional<AxisRefinement>* finest = nullptr) {
   if (options.strategy == Strategy::kAuto) {
     // normal's whole plan (refinement, chains, its branch and bound) against direct's, which
     // refuses exchanges too large to build (ResourceExhausted): direct only when strictly
     // cheaper, as normal keeps the memory bound; normal's error when neither has a plan.
     SynthesisOptions each = options;
     each.strategy = Strategy::kNormal;
-    absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, each);
+    absl::StatusOr<Plan> normal = SynthesizeUnchecked(mesh, from, to, each, nullptr, finest);
     each.strategy = Strategy::kDirect;
-    absl::StatusOr<Plan> direct = SynthesizeUnchecked(mesh, from, to, each);
+    absl::StatusOr<Plan> direct = SynthesizeUnchecked(mesh, from, to, each, nullptr, finest);
     absl::StatusOr<Plan>& chosen =
         direct.ok() && (!normal.ok() || direct->metrics.cost_us < normal->metrics.cost_us)
             ? direct
@@ -3481,8 +3484,14 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
       refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options, nullptr, nullptr, &bounds)
                    : SynthesizeRefined(*coarse, from, to, options, nullptr, nullptr, &bounds);
   if (!split || (refs.empty() && HasPrimeAxes(mesh))) return finish(*coarse, std::move(plan));
-  absl::StatusOr<AxisRefinement> fine = AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
-  RESHARD_CHECK(fine.ok()) << fine.status();  // Refines `coarse`, which exists.
+  std::optional<AxisRefinement> own;
+  std::optional<AxisRefinement>& fine = finest != nullptr ? *finest : own;
+  {
+    absl::StatusOr<AxisRefinement> created =
+        AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+    RESHARD_CHECK(created.ok()) << created.status();  // Refines `coarse`, which exists.
+    fine = *std::move(created);
+  }
   if (fine->refined().num_axes() == coarse->refined().num_axes()) {
     return finish(*coarse, std::move(plan));
   }
@@ -3887,9 +3896,11 @@ absl::StatusOr<Plan> Lifted(const Mesh& mesh, const DistType& from, const DistTy
 
 // SynthesizeUnchecked, on the mesh without its size-1 axes where that applies (StripSizeOne).
 // Inputs it would reject go to SynthesizeUnchecked as they are, so errors name them.
+// `finest`: as for SynthesizeUnchecked, set only where `mesh` itself was refined.
 absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& from,
                                               const DistType& to, const SynthesisOptions& options,
-                                              bool* unproven) {
+                                              bool* unproven,
+                                              std::optional<AxisRefinement>* finest) {
   const bool ours = options.strategy == Strategy::kNormal ||
                     options.strategy == Strategy::kOptimal ||
                     options.strategy == Strategy::kDirect || options.strategy == Strategy::kAuto;
@@ -3909,7 +3920,7 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
   if (ours && size_one && strippable()) {
     stripped = StripSizeOne(mesh, from, to, options.cost_model);
   }
-  if (!stripped) return SynthesizeUnchecked(mesh, from, to, options, unproven);
+  if (!stripped) return SynthesizeUnchecked(mesh, from, to, options, unproven, finest);
   // Types with sub-axes get canonical endpoints, as SynthesizeRefined gives them.
   if (!SubAxisRefs(mesh, from, to).empty()) {
     return Lifted(mesh, Canonicalize(mesh, from), Canonicalize(mesh, to), options, *stripped,
@@ -3954,9 +3965,10 @@ absl::StatusOr<Plan> Synthesize(const Mesh& mesh, const DistType& from, const Di
     return *std::move(identity);
   }
   bool unproven = false;
-  absl::StatusOr<Plan> plan = SynthesizeWithoutSizeOne(mesh, from, to, options, &unproven);
+  std::optional<AxisRefinement> finest;  // Saves the final check a refinement of its own.
+  absl::StatusOr<Plan> plan = SynthesizeWithoutSizeOne(mesh, from, to, options, &unproven, &finest);
   if (!plan.ok()) return plan;
-  CheckOrDie(*plan, "synthesized an ill-typed plan");
+  CheckOrDie(*plan, "synthesized an ill-typed plan", finest ? &*finest : nullptr);
   if (options.strategy == Strategy::kOptimal) {
     plan->optimality = unproven ? Optimality::kWholeAxesOnly : Optimality::kProven;
   }

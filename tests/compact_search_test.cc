@@ -15,6 +15,8 @@
 // own cost prune nothing that reaches it. CheckSynthesizedPlan must agree with CheckPlan on
 // synthesized plans and on plans whose permute pairs were mutated. LinkOrder must rank links as
 // CostModel::Between prices them.
+#include "synth/compact_search.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -27,7 +29,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "gtest/gtest.h"
-#include "synth/compact_search.h"
 #include "synth/placement.h"
 #include "synth/plan_check.h"
 #include "synth/search.h"
@@ -37,6 +38,7 @@
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
 #include "typesys/plan.h"
+#include "typesys/sub_axis.h"
 
 namespace reshard {
 namespace {
@@ -1113,10 +1115,15 @@ TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
   int permutes = 0;
   for (const auto& c : cases) {
     const Mesh mesh = M(c[0]);
-    absl::StatusOr<Plan> plan =
-        Synthesize(mesh, test::T(mesh, c[1]), test::T(mesh, c[2]), SynthesisOptions{});
+    const DistType from = test::T(mesh, c[1]), to = test::T(mesh, c[2]);
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan).ok());
+    // The prime-factor refinement Synthesize hands the check (CheckSynthesizedPlan's `finest`).
+    const absl::StatusOr<AxisRefinement> fine =
+        AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, to), /*prime_factors=*/true);
+    ASSERT_TRUE(fine.ok()) << fine.status();
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*fine).ok());
     for (size_t s = 0; s < plan->steps.size(); ++s) {
       if (plan->steps[s].op.kind != CollectiveKind::kCollectivePermute) continue;
       ++permutes;
@@ -1140,10 +1147,51 @@ TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
         const bool full = CheckPlan(bad).ok();
         const absl::Status fast = internal::CheckSynthesizedPlan(bad);
         EXPECT_EQ(full, fast.ok()) << c[0] << " " << c[1] << " -> " << c[2] << ": " << fast;
+        EXPECT_EQ(full, internal::CheckSynthesizedPlan(bad, &*fine).ok()) << c[0] << " " << c[1];
       }
     }
   }
   EXPECT_GE(permutes, 4);
+}
+
+// The check on the refinement Synthesize searched on (`finest`) gives the verdicts of the
+// check on the plan's own refinement and of CheckPlan, on plans naming sub-axes whose steps'
+// types are swapped for their neighbours' (ill-typed plans) or left alone.
+TEST(CheckSynthesizedPlan, OnTheFinestRefinementAgreesOnSubAxisPlans) {
+  const char* cases[][3] = {
+      {"x=2,y=2,z=4", "f32[64{x},64{y},64{z}]", "f32[64{z},64{x},64{y}]"},
+      {"x=4,y=4,z=4", "f32[4096{x,y},4096{z}]", "f32[4096,4096{x,y,z}]"},
+      {"x=4,y=4,z=4", "f32[64,64] partial{x}", "f32[64,64]"},
+      {"x=4,y=2,z=4", "f32[256{x,y},256{z}]", "f32[256{z:(1)2,y},256{x,z:(2)2}]"},
+      {"x=12,y=2", "f32[48{x:(1)4},6] partial{y}", "f32[48{y},6{x:(4)3}]"},
+  };
+  int with_sub_axes = 0, mutated = 0;
+  for (const auto& c : cases) {
+    const Mesh mesh = M(c[0]);
+    const DistType from = test::T(mesh, c[1]), to = test::T(mesh, c[2]);
+    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
+    ASSERT_TRUE(plan.ok()) << c[1] << ": " << plan.status();
+    if (HasSubAxes(mesh, plan->source, plan->steps)) ++with_sub_axes;
+    const absl::StatusOr<AxisRefinement> fine =
+        AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, to), /*prime_factors=*/true);
+    ASSERT_TRUE(fine.ok()) << fine.status();
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*fine).ok()) << c[1];
+    for (size_t s = 0; s + 1 < plan->steps.size(); ++s) {
+      Plan bad = *plan;
+      std::swap(bad.steps[s].type, bad.steps[s + 1].type);
+      bad.metrics = ComputeMetrics(mesh, bad.source, bad.steps, bad.cost_model);
+      const bool full = CheckPlan(bad).ok();
+      EXPECT_EQ(full, internal::CheckSynthesizedPlan(bad).ok()) << c[1] << " step " << s;
+      EXPECT_EQ(full, internal::CheckSynthesizedPlan(bad, &*fine).ok()) << c[1] << " step " << s;
+      if (!full) ++mutated;
+    }
+    // A refinement of another mesh is not used.
+    const absl::StatusOr<AxisRefinement> other =
+        AxisRefinement::Create(M("x=2,y=2"), {}, /*prime_factors=*/true);
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*other).ok()) << c[1];
+  }
+  EXPECT_GE(with_sub_axes, 3);
+  EXPECT_GE(mutated, 4);
 }
 
 }  // namespace

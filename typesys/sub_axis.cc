@@ -321,13 +321,18 @@ absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
   if (refs.empty()) return plan;
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);
   if (!r.ok()) return r.status();
+  return RefinePlanOn(*r, plan);
+}
+
+Plan RefinePlanOn(const AxisRefinement& refinement, const Plan& plan) {
+  RESHARD_CHECK(refinement.mesh() == plan.mesh) << "a refinement of another mesh";
   // Field by field: a copy of `plan` would copy the steps only to replace them.
   Plan out;
-  out.mesh = r->refined();
-  out.source = r->Refine(plan.source);
-  out.target = r->Refine(plan.target);
+  out.mesh = refinement.refined();
+  out.source = refinement.Refine(plan.source);
+  out.target = refinement.Refine(plan.target);
   out.strategy = plan.strategy;
-  out.steps = r->Refine(plan.steps);
+  out.steps = refinement.Refine(plan.steps);
   out.metrics = plan.metrics;
   out.cost_model = plan.cost_model;
   out.optimality = plan.optimality;

@@ -125,6 +125,9 @@ auto OnWholeAxes(const Mesh& mesh, const DistType& a, const DistType& b, F&& f) 
 // types and collectives refined; metrics and strategy kept). The plan itself when it has no
 // sub-axes. InvalidArgument as AxisRefinement::Create.
 absl::StatusOr<Plan> RefinePlan(const Plan& plan);
+// The same on a given refinement of plan.mesh, which every reference of the plan must nest
+// with (aborts otherwise, like AxisRefinement::Refine), e.g. one the plan was synthesized on.
+Plan RefinePlanOn(const AxisRefinement& refinement, const Plan& plan);
 // The inverse for a plan synthesized on a refinement of `mesh`: mesh set back, every type and
 // collective canonical on `mesh`.
 Plan CoarsenPlan(const Mesh& mesh, Plan plan);
