@@ -1102,6 +1102,27 @@ TEST(LinkOrder, PicksTheCheapestLinkAndTheFirstOfEquals) {
   }
 }
 
+// `normal`'s plan for a case given as mesh, from and to text, with the prime-factor refinement
+// Synthesize hands its final check (CheckSynthesizedPlan's `finest`).
+struct CheckedCase {
+  Mesh mesh;
+  Plan plan;
+  std::optional<AxisRefinement> fine;
+};
+CheckedCase SynthesizeWithFinest(const char* mesh_text, const char* from_text,
+                                 const char* to_text) {
+  CheckedCase c{M(mesh_text), Plan{}, std::nullopt};
+  const DistType from = test::T(c.mesh, from_text), to = test::T(c.mesh, to_text);
+  absl::StatusOr<Plan> plan = Synthesize(c.mesh, from, to, SynthesisOptions{});
+  EXPECT_TRUE(plan.ok()) << from_text << ": " << plan.status();
+  if (plan.ok()) c.plan = *std::move(plan);
+  absl::StatusOr<AxisRefinement> fine =
+      AxisRefinement::Create(c.mesh, SubAxisRefs(c.mesh, from, to), /*prime_factors=*/true);
+  EXPECT_TRUE(fine.ok()) << fine.status();
+  if (fine.ok()) c.fine = *std::move(fine);
+  return c;
+}
+
 TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
   std::mt19937 rng(11);
   const char* cases[][3] = {
@@ -1114,21 +1135,15 @@ TEST(CheckSynthesizedPlan, AgreesWithCheckPlanOnMutatedPermutes) {
   };
   int permutes = 0;
   for (const auto& c : cases) {
-    const Mesh mesh = M(c[0]);
-    const DistType from = test::T(mesh, c[1]), to = test::T(mesh, c[2]);
-    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan).ok());
-    // The prime-factor refinement Synthesize hands the check (CheckSynthesizedPlan's `finest`).
-    const absl::StatusOr<AxisRefinement> fine =
-        AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, to), /*prime_factors=*/true);
-    ASSERT_TRUE(fine.ok()) << fine.status();
-    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*fine).ok());
-    for (size_t s = 0; s < plan->steps.size(); ++s) {
-      if (plan->steps[s].op.kind != CollectiveKind::kCollectivePermute) continue;
+    const auto [mesh, plan, fine] = SynthesizeWithFinest(c[0], c[1], c[2]);
+    ASSERT_TRUE(fine.has_value());
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(plan).ok());
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(plan, &*fine).ok());
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      if (plan.steps[s].op.kind != CollectiveKind::kCollectivePermute) continue;
       ++permutes;
       for (int trial = 0; trial < 50; ++trial) {
-        Plan bad = *plan;
+        Plan bad = plan;
         auto& pairs = bad.steps[s].op.source_target_pairs;
         const int64_t n = mesh.num_devices();
         switch (trial % 3) {
@@ -1167,17 +1182,12 @@ TEST(CheckSynthesizedPlan, OnTheFinestRefinementAgreesOnSubAxisPlans) {
   };
   int with_sub_axes = 0, mutated = 0;
   for (const auto& c : cases) {
-    const Mesh mesh = M(c[0]);
-    const DistType from = test::T(mesh, c[1]), to = test::T(mesh, c[2]);
-    absl::StatusOr<Plan> plan = Synthesize(mesh, from, to, SynthesisOptions{});
-    ASSERT_TRUE(plan.ok()) << c[1] << ": " << plan.status();
-    if (HasSubAxes(mesh, plan->source, plan->steps)) ++with_sub_axes;
-    const absl::StatusOr<AxisRefinement> fine =
-        AxisRefinement::Create(mesh, SubAxisRefs(mesh, from, to), /*prime_factors=*/true);
-    ASSERT_TRUE(fine.ok()) << fine.status();
-    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*fine).ok()) << c[1];
-    for (size_t s = 0; s + 1 < plan->steps.size(); ++s) {
-      Plan bad = *plan;
+    const auto [mesh, plan, fine] = SynthesizeWithFinest(c[0], c[1], c[2]);
+    ASSERT_TRUE(fine.has_value());
+    if (HasSubAxes(mesh, plan.source, plan.steps)) ++with_sub_axes;
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(plan, &*fine).ok()) << c[1];
+    for (size_t s = 0; s + 1 < plan.steps.size(); ++s) {
+      Plan bad = plan;
       std::swap(bad.steps[s].type, bad.steps[s + 1].type);
       bad.metrics = ComputeMetrics(mesh, bad.source, bad.steps, bad.cost_model);
       const bool full = CheckPlan(bad).ok();
@@ -1188,7 +1198,7 @@ TEST(CheckSynthesizedPlan, OnTheFinestRefinementAgreesOnSubAxisPlans) {
     // A refinement of another mesh is not used.
     const absl::StatusOr<AxisRefinement> other =
         AxisRefinement::Create(M("x=2,y=2"), {}, /*prime_factors=*/true);
-    EXPECT_TRUE(internal::CheckSynthesizedPlan(*plan, &*other).ok()) << c[1];
+    EXPECT_TRUE(internal::CheckSynthesizedPlan(plan, &*other).ok()) << c[1];
   }
   EXPECT_GE(with_sub_axes, 3);
   EXPECT_GE(mutated, 4);
