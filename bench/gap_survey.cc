@@ -44,7 +44,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -56,8 +55,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "bench/case_file.h"
 #include "synth/synthesize.h"
 #include "typesys/plan.h"
 
@@ -79,29 +77,6 @@ struct DrawSpec {
   const std::vector<RandomCase>* suite = nullptr;
 };
 
-// The `mesh ; from ; to` lines of `path` ('#' starts a comment), or false with `error` set.
-bool ReadSuite(const std::string& path, std::vector<RandomCase>& out, std::string& error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = absl::StrCat("cannot open ", path);
-    return false;
-  }
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const std::string body(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
-    if (body.empty()) continue;
-    const std::vector<std::string> parts = absl::StrSplit(body, ';');
-    if (parts.size() != 3) {
-      error = absl::StrCat(path, ":", number, ": expected `mesh ; from ; to`");
-      return false;
-    }
-    auto strip = [](const std::string& part) {
-      return std::string(absl::StripAsciiWhitespace(part));
-    };
-    out.push_back(RandomCase{strip(parts[0]), strip(parts[1]), strip(parts[2])});
-  }
-  return true;
-}
 
 // One random case from `seed`; empty mesh text when it has more devices than the draw allows
 // or fewer axes than `spec.sums`.
@@ -195,8 +170,9 @@ template <typename Visit>
 void ForEachCase(int64_t cases, int64_t seed, const DrawSpec& spec, const SynthesisOptions& base,
                  int64_t& skipped, Visit visit) {
   const bool from_suite = spec.suite != nullptr;
-  const int64_t count = from_suite ? static_cast<int64_t>(spec.suite->size()) : cases;
-  for (int64_t s = from_suite ? 0 : seed; s < (from_suite ? 0 : seed) + count; ++s) {
+  const int64_t first = from_suite ? 0 : seed;
+  const int64_t end = from_suite ? static_cast<int64_t>(spec.suite->size()) : seed + cases;
+  for (int64_t s = first; s < end; ++s) {
     const RandomCase c = from_suite ? (*spec.suite)[s] : Draw(s, spec);
     std::optional<Parsed> p = Parse(c);
     if (p && from_suite && spec.axes > 0 && p->mesh.num_axes() != spec.axes) continue;
@@ -346,11 +322,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     if (flag == "--suite") {
-      std::string error;
-      if (!reshard::ReadSuite(argv[i + 1], suite, error)) {
-        std::fprintf(stderr, "gap-survey: --suite: %s\n", error.c_str());
+      const absl::StatusOr<std::vector<reshard::bench::CaseLine>> lines =
+          reshard::bench::ReadCaseLines(argv[i + 1]);
+      if (!lines.ok()) {
+        std::fprintf(stderr, "gap-survey: --suite: %s\n",
+                     std::string(lines.status().message()).c_str());
         return 2;
       }
+      for (const reshard::bench::CaseLine& c : *lines) suite.push_back({c.mesh, c.from, c.to});
       spec.suite = &suite;
       continue;
     }

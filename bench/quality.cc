@@ -28,8 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "bench/case_file.h"
 #include "synth/baselines.h"
 #include "synth/synthesize.h"
 #include "typesys/cost_model.h"
@@ -49,28 +48,21 @@ struct Case {
 };
 
 absl::StatusOr<std::vector<Case>> ReadCases(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  absl::StatusOr<std::vector<bench::CaseLine>> lines = bench::ReadCaseLines(path);
+  if (!lines.ok()) return lines.status();
   std::vector<Case> cases;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    std::string body(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
-    if (body.empty()) continue;
-    std::vector<std::string> parts = absl::StrSplit(body, ';');
+  for (const bench::CaseLine& line : *lines) {
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", number, ": ", why));
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line.line, ": ", why));
     };
-    if (parts.size() != 3) return bad("expected `mesh ; from ; to`");
     Case c;
-    c.line = number;
-    absl::StatusOr<Mesh> mesh = ParseMesh(std::string(absl::StripAsciiWhitespace(parts[0])));
+    c.line = line.line;
+    absl::StatusOr<Mesh> mesh = ParseMesh(line.mesh);
     if (!mesh.ok()) return bad(mesh.status().message());
     c.mesh = *mesh;
-    absl::StatusOr<DistType> from =
-        ParseValidType(c.mesh, std::string(absl::StripAsciiWhitespace(parts[1])));
+    absl::StatusOr<DistType> from = ParseValidType(c.mesh, line.from);
     if (!from.ok()) return bad(from.status().message());
-    absl::StatusOr<DistType> to =
-        ParseValidType(c.mesh, std::string(absl::StripAsciiWhitespace(parts[2])));
+    absl::StatusOr<DistType> to = ParseValidType(c.mesh, line.to);
     if (!to.ok()) return bad(to.status().message());
     c.from = *from;
     c.to = *to;

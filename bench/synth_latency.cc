@@ -18,7 +18,7 @@
 // --default_malloc: measure under glibc's default allocator settings (see main).
 #include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <cstdio>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -26,8 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "bench/case_file.h"
 #include "benchmark/benchmark.h"
 #include "synth/plan_cache.h"
 #include "synth/search.h"
@@ -44,19 +43,17 @@ struct Case {
 const std::vector<Case>& Cases() {
   static const std::vector<Case>* cases = [] {
     auto* out = new std::vector<Case>;
-    std::ifstream in(RESHARD_BENCH_CASES);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::string body(absl::StripAsciiWhitespace(line.substr(0, line.find('#'))));
-      if (body.empty()) continue;
-      std::vector<std::string> parts = absl::StrSplit(body, ';');
-      if (parts.size() != 3) continue;
-      absl::StatusOr<Mesh> mesh = ParseMesh(std::string(absl::StripAsciiWhitespace(parts[0])));
+    const absl::StatusOr<std::vector<bench::CaseLine>> lines =
+        bench::ReadCaseLines(RESHARD_BENCH_CASES);
+    if (!lines.ok()) {
+      std::fprintf(stderr, "synth_latency: %s\n", std::string(lines.status().message()).c_str());
+      return out;
+    }
+    for (const bench::CaseLine& line : *lines) {
+      absl::StatusOr<Mesh> mesh = ParseMesh(line.mesh);
       if (!mesh.ok()) continue;
-      absl::StatusOr<DistType> from =
-          ParseValidType(*mesh, std::string(absl::StripAsciiWhitespace(parts[1])));
-      absl::StatusOr<DistType> to =
-          ParseValidType(*mesh, std::string(absl::StripAsciiWhitespace(parts[2])));
+      absl::StatusOr<DistType> from = ParseValidType(*mesh, line.from);
+      absl::StatusOr<DistType> to = ParseValidType(*mesh, line.to);
       if (from.ok() && to.ok()) out->push_back(Case{*mesh, *from, *to});
     }
     return out;

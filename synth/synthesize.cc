@@ -3484,14 +3484,12 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
       refs.empty() ? SynthesizeWholeAxes(mesh, from, to, options, nullptr, nullptr, &bounds)
                    : SynthesizeRefined(*coarse, from, to, options, nullptr, nullptr, &bounds);
   if (!split || (refs.empty() && HasPrimeAxes(mesh))) return finish(*coarse, std::move(plan));
+  absl::StatusOr<AxisRefinement> created =
+      AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
+  RESHARD_CHECK(created.ok()) << created.status();  // Refines `coarse`, which exists.
   std::optional<AxisRefinement> own;
   std::optional<AxisRefinement>& fine = finest != nullptr ? *finest : own;
-  {
-    absl::StatusOr<AxisRefinement> created =
-        AxisRefinement::Create(mesh, refs, /*prime_factors=*/true);
-    RESHARD_CHECK(created.ok()) << created.status();  // Refines `coarse`, which exists.
-    fine = *std::move(created);
-  }
+  fine = *std::move(created);
   if (fine->refined().num_axes() == coarse->refined().num_axes()) {
     return finish(*coarse, std::move(plan));
   }
@@ -3939,8 +3937,10 @@ std::optional<Plan> IdentityPlan(const Mesh& mesh, const DistType& from, const D
                                  const SynthesisOptions& options) {
   const bool ours = options.strategy == Strategy::kNormal ||
                     options.strategy == Strategy::kOptimal || options.strategy == Strategy::kAuto;
-  if (!ours || !(from == to) || HasSubAxes(mesh, from) || HasSubAxes(mesh, to) ||
-      !CheckReshardable(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok()) {
+  // `to` is `from` up to the order of its partial axes: its checks are `from`'s, and
+  // CheckReshardable's comparisons of the two hold.
+  if (!ours || !(from == to) || HasSubAxes(mesh, from) || !Validate(mesh, from).ok() ||
+      !CheckCostModel(mesh, options.cost_model).ok()) {
     return std::nullopt;
   }
   Plan plan;
