@@ -38,7 +38,8 @@ struct VerifyOptions {
 };
 
 // False for the strategies documented as not memory-bounded ("naive", "gspmd", "greedy",
-// "direct", "auto"); true for every other name (a new strategy is held to the bound until it says otherwise).
+// "direct", "auto"); true for every other name (a new strategy is held to the bound until it
+// says otherwise).
 bool StrategyIsMemoryBounded(std::string_view strategy);
 
 struct PlanVerification {

@@ -103,7 +103,8 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   }
   // 5. "Involuntary full rematerialization": all-gather every dimension, then dynamic-slice.
   for (int i = 0; i < rank; ++i) {
-    if (!b.current().dims[i].axes.empty()) b.Apply(Collective::AllGather(b.current().dims[i].axes, i));
+    const std::vector<std::string>& axes = b.current().dims[i].axes;
+    if (!axes.empty()) b.Apply(Collective::AllGather(axes, i));
   }
   for (int i = 0; i < rank; ++i) {
     if (!to.dims[i].axes.empty()) b.Apply(Collective::AllSlice(to.dims[i].axes, i));

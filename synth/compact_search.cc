@@ -1392,7 +1392,9 @@ void Compact::Neighbors(const CType& s, int64_t in_bytes, bool after_permute, co
     if (!(taken & (1u << a))) unused[num_unused++] = static_cast<uint8_t>(a);
   }
   for (int a = 0; a < num_axes_; ++a) {
-    if ((s.partial & ~to_.partial) & (1u << a)) reducible[num_reducible++] = static_cast<uint8_t>(a);
+    if ((s.partial & ~to_.partial) & (1u << a)) {
+      reducible[num_reducible++] = static_cast<uint8_t>(a);
+    }
   }
   // ForEachOrderedTuple of search.cc: every ordered tuple of distinct pool elements, by depth
   // first extension while `visit` returns true, checking the budget before each extension.

@@ -441,8 +441,9 @@ std::vector<Edge> Searcher::Neighbors(
     Charge(kTypeWork);
     double us = 0;
     if (timed()) {
-      us = op.kind == CollectiveKind::kCollectivePermute ? -1
-                                                          : options_.cost_model->StepCostUs(mesh_, s, op);
+      us = op.kind == CollectiveKind::kCollectivePermute
+               ? -1
+               : options_.cost_model->StepCostUs(mesh_, s, op);
     }
     edges.push_back(Edge{std::move(op), std::move(next), member, cost, us, key});
   };
@@ -768,7 +769,8 @@ constexpr int kMaxSizeOneAxesInPlay = 16;
 absl::Status CheckSearchable(const Mesh& mesh, const DistType& from, const DistType& to) {
   int size_one = 0;
   for (const MeshAxis& axis : mesh.axes()) {
-    if (axis.size == 1 && (AxisUse(from, axis.name) != kUnused || AxisUse(to, axis.name) != kUnused)) {
+    if (axis.size == 1 &&
+        (AxisUse(from, axis.name) != kUnused || AxisUse(to, axis.name) != kUnused)) {
       ++size_one;
     }
   }

@@ -112,8 +112,8 @@ struct SearchOptions {
   // (BytesLowerBound from each state to the target, consistent like the time bound): A* on
   // bytes, and branch and bound against max_cost. It costs a pass over the devices per new
   // state; `optimal` and normal's fallback search turn it on, normal's middle searches (which
-  // synth/compact_search.cc mirrors) leave it off. In time mode it does not order the queue (it would
-  // only reorder equally fast paths) but prunes: against max_cost, and against the incumbent
+  // synth/compact_search.cc mirrors) leave it off. In time mode it does not order the queue (it
+  // would only reorder equally fast paths) but prunes: against max_cost, and against the incumbent
   // among paths as fast as it (SearchOptions::incumbent).
   bool bytes_bound = false;
   // The cost of a plan the caller already holds (e.g. normal's, within the same bound). The

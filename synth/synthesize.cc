@@ -64,7 +64,8 @@ constexpr int64_t kFallbackStates = 200000;
 // Work units (SearchOptions::max_work: edges, enumerated types, devices visited) all middle
 // searches of one call may spend together, and the fallback search's and `optimal`'s own
 // budgets. They bound the time of a call on any mesh: on small meshes the state caps bind
-// first; on meshes with ~10^6 devices, where one pass over the devices costs milliseconds, these do.
+// first; on meshes with ~10^6 devices, where one pass over the devices costs milliseconds,
+// these do.
 constexpr int64_t kMiddleWork = int64_t{1} << 26;
 // The same for normal's pass on the prime-factor refinement, which only has to beat the plan in
 // hand: a quarter, of which one middle search may spend at most kRefinedSearchWork (about a
@@ -2459,9 +2460,10 @@ std::vector<std::vector<Step>> GatherSuffixesThenPermute(const Mesh& mesh, const
   };
   std::vector<std::vector<Step>> plans;
   std::vector<size_t> length(from.rank());
-  const bool gathers_whole = std::all_of(whole.begin(), whole.end(),
-                                         [](const std::optional<size_t>& w) { return w.has_value(); });
-  if (gathers_whole && std::any_of(whole.begin(), whole.end(), [](const auto& w) { return *w > 0; })) {
+  const bool gathers_whole = std::all_of(
+      whole.begin(), whole.end(), [](const std::optional<size_t>& w) { return w.has_value(); });
+  if (gathers_whole &&
+      std::any_of(whole.begin(), whole.end(), [](const auto& w) { return *w > 0; })) {
     for (int i = 0; i < from.rank(); ++i) length[i] = *whole[i];
     if (std::optional<std::vector<Step>> steps = plan(length)) plans.push_back(*std::move(steps));
   }
@@ -3374,7 +3376,8 @@ absl::StatusOr<Plan> SynthesizeRefined(
 // Lexicographic objective of `options` (smaller is better).
 bool Better(const Metrics& a, const Metrics& b, Objective objective) {
   if (objective == Objective::kBytes) {
-    return std::tie(a.bytes_received_total, a.cost_us) < std::tie(b.bytes_received_total, b.cost_us);
+    return std::tie(a.bytes_received_total, a.cost_us) <
+           std::tie(b.bytes_received_total, b.cost_us);
   }
   return std::tie(a.cost_us, a.bytes_received_total) < std::tie(b.cost_us, b.bytes_received_total);
 }

@@ -184,7 +184,9 @@ TEST(RuleTest, EachCollective) {
   auto apply = [&](const char* in, const Collective& op) {
     absl::StatusOr<DistType> out = ApplyRule(mesh, T(mesh, in), op);
     EXPECT_TRUE(out.ok()) << out.status();
-    if (out.ok()) EXPECT_EQ(ToString(ApplyAcceptedRule(T(mesh, in), op)), ToString(*out));
+    if (out.ok()) {
+      EXPECT_EQ(ToString(ApplyAcceptedRule(T(mesh, in), op)), ToString(*out));
+    }
     return out.ok() ? ToString(*out) : "";
   };
   EXPECT_EQ(apply("f32[16{x},8]", Collective::AllSlice({"y"}, 0)), "f32[16{x,y},8]");

@@ -54,8 +54,9 @@ bool EndsWith(const std::vector<std::string>& list, const std::vector<std::strin
 
 absl::Status CheckDim(const DistType& in, int64_t dim, std::string_view attribute) {
   if (dim < 0 || dim >= in.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat(Absl(attribute), " ", dim, " is out of range for ",
-                                                   ToString(in), " (rank ", in.rank(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(Absl(attribute), " ", dim,
+                                                   " is out of range for ", ToString(in),
+                                                   " (rank ", in.rank(), ")"));
   }
   return absl::OkStatus();
 }
@@ -114,7 +115,8 @@ absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& i
                                              const Collective& op) {
   if (op.kind == CollectiveKind::kCollectivePermute || op.kind == CollectiveKind::kAllToAllV) {
     return absl::InvalidArgumentError(absl::StrCat(
-        Absl(CollectiveName(op.kind)), " has no result rule: its result type is given by the plan"));
+        Absl(CollectiveName(op.kind)),
+        " has no result rule: its result type is given by the plan"));
   }
   if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
   DistType out = in;

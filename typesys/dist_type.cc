@@ -56,7 +56,9 @@ class TypeParser {
     DistType type;
     SkipSpace();
     std::string_view element = Word();
-    if (element.empty()) return Error("expected an element type (f32, f64, bf16, f16, i8, i32, i64)");
+    if (element.empty()) {
+      return Error("expected an element type (f32, f64, bf16, f16, i8, i32, i64)");
+    }
     absl::StatusOr<ElementType> element_type = ParseElementType(element);
     if (!element_type.ok()) return element_type.status();
     type.element_type = *element_type;

@@ -86,8 +86,8 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
         received[t.target] += v;
       }
       // Input and output buffers are both live during the exchange.
-      metrics.peak_local_bytes =
-          std::max(metrics.peak_local_bytes, LocalBytes(mesh, *current) + LocalBytes(mesh, step.type));
+      metrics.peak_local_bytes = std::max(metrics.peak_local_bytes,
+                                          LocalBytes(mesh, *current) + LocalBytes(mesh, step.type));
     } else if (step.op.kind == CollectiveKind::kCollectivePermute) {
       // One pass over the pairs (BytesReceived per device would be quadratic).
       const int64_t bytes = LocalBytes(mesh, *current);
