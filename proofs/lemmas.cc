@@ -282,7 +282,8 @@ std::vector<LemmaSpec> Lemmas() {
          // all_gather.index): with the defining relation as a hypothesis nlsat timed out.
          const z3::expr x = (d1 * b + d2) * c + d3;
          z3::expr claim = x == d1 * (b * c) + (d2 * c + d3) &&
-                          (((u * a + d1) * b + d2) * c + d3) * s + v == (u * (a * b * c) + x) * s + v;
+                          (((u * a + d1) * b + d2) * c + d3) * s + v ==
+                              (u * (a * b * c) + x) * s + v;
          return std::pair{claim, std::vector<z3::expr>{}};
        }});
   return lemmas;

@@ -10,7 +10,8 @@
 //   // every lemma.*: kProved (or kUnknown if Z3 gave up: never counted as proved)
 //
 //   absl::StatusOr<std::vector<Obligation>> o =
-//       reshard::SynthesizerObligations(plan, certificate.local_shapes, /*memory_bounded=*/true, {});
+//       reshard::SynthesizerObligations(plan, certificate.local_shapes,
+//                                       /*memory_bounded=*/true, {});
 //   // plan.memory_bound, plan.ends_at_target, plan.bytes_at_least_lower_bound
 #ifndef RESHARD_PROOFS_LEMMAS_H_
 #define RESHARD_PROOFS_LEMMAS_H_

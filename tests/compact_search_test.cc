@@ -92,7 +92,9 @@ CostModel SkewedModel() {
 std::string Describe(const absl::StatusOr<std::vector<Step>>& steps) {
   if (!steps.ok()) return steps.status().ToString();
   std::string out;
-  for (const Step& s : *steps) absl::StrAppend(&out, ToString(s.op), " -> ", ToString(s.type), "; ");
+  for (const Step& s : *steps) {
+    absl::StrAppend(&out, ToString(s.op), " -> ", ToString(s.type), "; ");
+  }
   return out;
 }
 
@@ -570,7 +572,9 @@ TEST(SearchBounds, PruneNothingWithinThem) {
     const DistType* in = &*from;
     for (const Step& step : *best) {
       if (options.cost_model != nullptr) us += options.cost_model->StepCostUs(mesh, *in, step.op);
-      for (int64_t d = 0; d < mesh.num_devices(); ++d) bytes += BytesReceived(mesh, *in, step.op, d);
+      for (int64_t d = 0; d < mesh.num_devices(); ++d) {
+        bytes += BytesReceived(mesh, *in, step.op, d);
+      }
       in = &step.type;
     }
     const std::string where = absl::StrCat(mesh.ToString(), " ", ToString(*from), " -> ",
@@ -914,7 +918,8 @@ TEST(CrossingAlpha, CountsTheSlowestAxisEveryPlanCrosses) {
   // lacks (rows 16..31, for its x = 0 devices, only z-slice 0 holds) spread over its 4
   // devices, which exceeds the worst device's lacking bytes over the fastest axis (the
   // slice bound, search_bounds.h).
-  EXPECT_GT(model.Axis("z").TransferUs(16 * 64 * 4 / 4), model.Fastest(mesh).TransferUs(16 * 64 * 4));
+  EXPECT_GT(model.Axis("z").TransferUs(16 * 64 * 4 / 4),
+            model.Fastest(mesh).TransferUs(16 * 64 * 4));
   EXPECT_DOUBLE_EQ(TimeLowerBoundUs(mesh, model, test::T(mesh, "f32[64{z},64]"),
                                     test::T(mesh, "f32[64{x,z},64]")),
                    20 + model.Axis("z").TransferUs(16 * 64 * 4 / 4));

@@ -555,11 +555,13 @@ TEST(CheckBuffersTest, DetectsSwappedDevicesInTwoDimensions) {
 TEST(CheckBuffersTest, DetectsDoubleCountedSummand) {
   Mesh mesh = MeshOf("x=2");
   const Buffer summand0 = Buf({2}, {Summand(0, 0), Summand(1, 0)});
-  const std::string expected = absl::StrCat("expected ", Text(CanonicalValue(0, 2)), " summed, got ");
+  const std::string expected =
+      absl::StrCat("expected ", Text(CanonicalValue(0, 2)), " summed, got ");
   // Both devices hold summand 0.
   absl::Status status = CheckBuffers(mesh, TypeOf("f32[2] partial{x}"), 2, {summand0, summand0});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Contains(status.message(), absl::StrCat(expected, Text(2 * Summand(0, 0))))) << status;
+  EXPECT_TRUE(Contains(status.message(), absl::StrCat(expected, Text(2 * Summand(0, 0)))))
+      << status;
 
   // Reduced but still claimed partial: each device holds the full sum, counted twice.
   const Buffer sums = Buf({2}, {CanonicalValue(0, 2), CanonicalValue(1, 2)});

@@ -228,7 +228,8 @@ TEST(PlanCertificate, SummandsExchangedWithinAKeptPartialGroupAreProved) {
   std::vector<Step> steps = {Step{Collective::Permute({{0, 1}, {1, 0}}), t}};
   absl::StatusOr<PlanCertificate> cert = CertifyPlan(mesh, t, t, steps);
   ASSERT_TRUE(cert.ok());
-  EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved) << ObligationToText(cert->obligation);
+  EXPECT_EQ(cert->obligation.status, ObligationStatus::kProved)
+      << ObligationToText(cert->obligation);
   bool cannot_execute = false;
   EXPECT_TRUE(InterpreterVerdict(mesh, t, t, steps, &cannot_execute).ok());
 }
@@ -267,7 +268,8 @@ TEST(PlanCertificate, CounterexampleConfirmedWhereCanonicalValuesCollided) {
   ASSERT_TRUE(cert.ok()) << cert.status();
   ASSERT_EQ(cert->obligation.status, ObligationStatus::kRefuted);
   const Counterexample& cex = *cert->obligation.counterexample;
-  EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, cex), "") << ObligationToText(cert->obligation);
+  EXPECT_EQ(ConfirmCounterexample(mesh, from, to, steps, cex), "")
+      << ObligationToText(cert->obligation);
 }
 
 TEST(PlanCertificate, DirectPlansAreProved) {
@@ -557,7 +559,8 @@ TEST(PlanCertificate, AllToAllVThatCannotExecuteIsAnError) {
   ASSERT_LT(v, plan.steps.size());
   auto expect_error = [&](const Plan& bad, const char* message) {
     PlanCertificate cert = Certify(bad);
-    EXPECT_EQ(cert.obligation.status, ObligationStatus::kError) << ObligationToText(cert.obligation);
+    EXPECT_EQ(cert.obligation.status, ObligationStatus::kError)
+        << ObligationToText(cert.obligation);
     EXPECT_THAT(cert.obligation.message, HasSubstr(message));
     bool cannot_execute = false;
     absl::Status verdict =

@@ -126,7 +126,8 @@ TEST(CanonicalDataTest, PrimeModulusPerElementType) {
   EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("bf16[8]"))->modulus(), 251);
   EXPECT_EQ(CanonicalData::Create(mesh, *ParseType("i64[8]"))->modulus(), 2147483647);
   // 8 summands: their sum stays within bf16's 256 with summands up to 256 / 8.
-  absl::StatusOr<CanonicalData> bf16 = CanonicalData::Create(mesh, *ParseType("bf16[8] partial{x,y}"));
+  absl::StatusOr<CanonicalData> bf16 =
+      CanonicalData::Create(mesh, *ParseType("bf16[8] partial{x,y}"));
   ASSERT_TRUE(bf16.ok());
   EXPECT_EQ(bf16->modulus(), 32);
   EXPECT_EQ(bf16->summands(), 8);

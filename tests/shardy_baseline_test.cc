@@ -84,7 +84,9 @@ void ExpectCorrect(const Plan& plan) {
 
 std::string Describe(const Plan& plan) {
   std::string out = ToString(plan.source);
-  for (const Step& step : plan.steps) out += "\n  " + ToString(step.op) + " -> " + ToString(step.type);
+  for (const Step& step : plan.steps) {
+    out += "\n  " + ToString(step.op) + " -> " + ToString(step.type);
+  }
   return out;
 }
 

@@ -531,8 +531,10 @@ TEST(LargeMeshTest, SixteenAxesReversal) {
     if (reverse) std::reverse(part.begin(), part.end());
     return absl::StrJoin(part, ",");
   };
-  const std::string from = absl::StrCat("f32[256{", join(0, 8, false), "},256{", join(8, 16, false), "}]");
-  const std::string to = absl::StrCat("f32[256{", join(8, 16, true), "},256{", join(0, 8, true), "}]");
+  const std::string from =
+      absl::StrCat("f32[256{", join(0, 8, false), "},256{", join(8, 16, false), "}]");
+  const std::string to =
+      absl::StrCat("f32[256{", join(8, 16, true), "},256{", join(0, 8, true), "}]");
   for (Strategy strategy : AllStrategies()) SynthLarge(mesh, from, to, strategy);
 }
 

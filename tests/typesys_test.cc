@@ -220,7 +220,8 @@ TEST(RuleTest, BrokenRulesAreNamed) {
             std::string::npos);
   EXPECT_NE(error("f32[8{x}]", Collective::AllGather({"x", "x"}, 0)).find("'x' twice"),
             std::string::npos);
-  EXPECT_NE(error("f32[8{x}]", Collective::AllGather({"w"}, 0)).find("names 'w', which is not an axis"),
+  EXPECT_NE(error("f32[8{x}]", Collective::AllGather({"w"}, 0))
+                .find("names 'w', which is not an axis"),
             std::string::npos);
 }
 

@@ -233,7 +233,8 @@ int Run(int argc, char** argv) {
       app.add_option("--strategy", flags.strategy, "Synthesis strategy (see `reshard plan`)")
           ->type_name("S")
           ->capture_default_str();
-  app.add_option("--plan", flags.plan_file, "Plan JSON from `reshard plan --json` (rank 0 reads it)")
+  app.add_option("--plan", flags.plan_file,
+                 "Plan JSON from `reshard plan --json` (rank 0 reads it)")
       ->type_name("FILE")
       ->excludes(strategy);
   app.add_option("--scale", flags.scale, "Multiply every global dimension by K (not with --plan)")

@@ -36,7 +36,8 @@ int Fail(absl::string_view message, int code) {
 
 absl::StatusOr<Plan> ProblemPlan(const VerifyFlags& flags) {
   for (const auto& [value, name] : {std::pair{&flags.mesh, "--mesh"},
-                                    std::pair{&flags.from, "--from"}, std::pair{&flags.to, "--to"}}) {
+                                    std::pair{&flags.from, "--from"},
+                                    std::pair{&flags.to, "--to"}}) {
     if (value->empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, " is required (or --plan FILE, or --suite FILE --report DIR)"));
