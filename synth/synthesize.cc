@@ -1808,10 +1808,22 @@ bool HasValley(const std::vector<Candidate>& list, const Candidate& c) {
                      [&](const Candidate& k) { return SameValley(k, c); });
 }
 
+// Whether every axis of `mesh` splits a dimension of both `from` and `to`, and neither has a
+// pending sum: a pure move. Then no axis is free to slice or to scatter a sum onto, and any
+// gather would exceed the memory bound (both types hold the smallest block the mesh allows),
+// so every valley is the bare middle from `from` to `to`: all_to_alls and permutes.
+bool IsPureMove(const Mesh& mesh, const DistType& from, const DistType& to) {
+  if (!from.partial.empty() || !to.partial.empty()) return false;
+  return std::all_of(mesh.axes().begin(), mesh.axes().end(), [&](const MeshAxis& axis) {
+    return AxisUse(from, axis.name) >= 0 && AxisUse(to, axis.name) >= 0;
+  });
+}
+
 // Candidate valleys, most promising first: each (descent, pre-gather type) pair with the same
 // skip set. `heterogeneous`: the model's axes differ in cost (more candidates pay there).
-std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
-                                  bool heterogeneous) {
+// (Candidates below, which answers pure moves without these placements.)
+std::vector<Candidate> PlacedCandidates(const Mesh& mesh, const DistType& from,
+                                        const DistType& to, bool heterogeneous) {
   std::vector<Candidate> candidates;
   // Adds (descent, y) unless a candidate has both already.
   auto add = [&](const std::vector<Append>& descent, const DistType& y) {
@@ -1960,6 +1972,25 @@ std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const 
   // default model they found nothing on the surveys and cost one plan 7 %.)
   helped_where_split(split);
   return candidates;
+}
+
+// PlacedCandidates. For a pure move that is the one bare valley (no gathers first, no
+// descent, no late slices, y = `to`), returned without placing anything: the placements were
+// ~13 % of the median 3-axis suite call, a pure move, to find it again on each pass. Debug
+// builds check that the placements agree.
+std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
+                                  bool heterogeneous) {
+  if (!IsPureMove(mesh, from, to)) return PlacedCandidates(mesh, from, to, heterogeneous);
+  std::vector<Candidate> bare(1);
+  bare[0].y = to;
+#ifndef NDEBUG
+  const std::vector<Candidate> placed = PlacedCandidates(mesh, from, to, heterogeneous);
+  RESHARD_CHECK(placed.size() == 1 && placed[0].first.empty() && placed[0].descent.empty() &&
+                placed[0].late.empty() && placed[0].y == to)
+      << "a pure move's placed candidates are not its bare valley: " << mesh.ToString() << " "
+      << ToString(from) << " -> " << ToString(to);
+#endif
+  return bare;
 }
 
 // `model`: rank candidates by modeled time (then bytes) and run the middle searches in time
@@ -2185,22 +2216,12 @@ bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder, boo
   return true;
 }
 
-// The constructive fast path of `normal`: plans built without any search, returned only when
-// they receive exactly the byte lower bound (then no plan can beat them in bytes, and the
-// candidate loop of NormalValleys would stop at them too). Tried in order: no steps; the
-// single permute (same local shape and partial axes); the first valley candidates (descent
-// and pre-gather placed by kFollow, without and with substitutions) with a GreedyMiddle.
-// This covers pure slices and gathers, single (multi-axis) all_to_alls, single permutes and
-// slice + all_to_all + gather valleys whose middle is a sequence of suffix moves.
-std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from,
-                                          const DistType& to,
-                                          const internal::LowerBounds& bounds) {
-  if (from == to) return std::vector<Step>{};
-  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
-      PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
-    std::vector<Step> steps = {Step{Collective::Permute({}), to}};
-    if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;
-  }
+// FastPath's valleys: the first valley candidates (descent and pre-gather placed by kFollow,
+// without and with substitutions), each with a GreedyMiddle; the first that receives the byte
+// lower bound.
+std::optional<std::vector<Step>> PlacedFastPath(const Mesh& mesh, const DistType& from,
+                                                const DistType& to,
+                                                const internal::LowerBounds& bounds) {
   const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
   for (const std::vector<std::string>* skips : SkipSets(substitutions)) {
     const std::vector<std::string>& skip = *skips;
@@ -2221,6 +2242,38 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
     }
   }
   return std::nullopt;
+}
+
+// The constructive fast path of `normal`: plans built without any search, returned only when
+// they receive exactly the byte lower bound (then no plan can beat them in bytes, and the
+// candidate loop of NormalValleys would stop at them too). Tried in order: no steps; the
+// single permute (same local shape and partial axes); PlacedFastPath's valleys.
+// This covers pure slices and gathers, single (multi-axis) all_to_alls, single permutes and
+// slice + all_to_all + gather valleys whose middle is a sequence of suffix moves. On a pure
+// move (IsPureMove) every valley is the bare middle: one GreedyMiddle from `from` to `to`,
+// built without the placements (debug builds check that they agree).
+std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from,
+                                          const DistType& to,
+                                          const internal::LowerBounds& bounds) {
+  if (from == to) return std::vector<Step>{};
+  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
+      PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
+    std::vector<Step> steps = {Step{Collective::Permute({}), to}};
+    if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;
+  }
+  if (!IsPureMove(mesh, from, to)) return PlacedFastPath(mesh, from, to, bounds);
+  std::optional<std::vector<Step>> bare;
+  StepBuilder builder(mesh, from);
+  if (GreedyMiddle(mesh, to, builder) &&
+      TotalBytes(mesh, from, builder.steps()) <= bounds.bytes_total) {
+    bare = std::move(builder.steps());
+  }
+#ifndef NDEBUG
+  RESHARD_CHECK(bare == PlacedFastPath(mesh, from, to, bounds))
+      << "a pure move's placed fast path is not its bare middle: " << mesh.ToString() << " "
+      << ToString(from) << " -> " << ToString(to);
+#endif
+  return bare;
 }
 
 // Gather, then slice, within the memory bound: each dimension keeps the longest prefix of its
