@@ -1974,19 +1974,17 @@ std::vector<Candidate> PlacedCandidates(const Mesh& mesh, const DistType& from,
   return candidates;
 }
 
-// PlacedCandidates. For a pure move that is the one bare valley (no gathers first, no
-// descent, no late slices, y = `to`), returned without placing anything: the placements were
-// ~13 % of the median 3-axis suite call, a pure move, to find it again on each pass. Debug
-// builds check that the placements agree.
+// PlacedCandidates; for a pure move (`pure_move`: IsPureMove) its one bare valley, built
+// without the placements (~13 % of the median 3-axis suite call, a pure move). Debug builds
+// check that the placements agree.
 std::vector<Candidate> Candidates(const Mesh& mesh, const DistType& from, const DistType& to,
-                                  bool heterogeneous) {
-  if (!IsPureMove(mesh, from, to)) return PlacedCandidates(mesh, from, to, heterogeneous);
+                                  bool heterogeneous, bool pure_move) {
+  if (!pure_move) return PlacedCandidates(mesh, from, to, heterogeneous);
   std::vector<Candidate> bare(1);
   bare[0].y = to;
 #ifndef NDEBUG
   const std::vector<Candidate> placed = PlacedCandidates(mesh, from, to, heterogeneous);
-  RESHARD_CHECK(placed.size() == 1 && placed[0].first.empty() && placed[0].descent.empty() &&
-                placed[0].late.empty() && placed[0].y == to)
+  RESHARD_CHECK(placed.size() == 1 && SameValley(placed[0], bare[0]))
       << "a pure move's placed candidates are not its bare valley: " << mesh.ToString() << " "
       << ToString(from) << " -> " << ToString(to);
 #endif
@@ -2250,18 +2248,18 @@ std::optional<std::vector<Step>> PlacedFastPath(const Mesh& mesh, const DistType
 // single permute (same local shape and partial axes); PlacedFastPath's valleys.
 // This covers pure slices and gathers, single (multi-axis) all_to_alls, single permutes and
 // slice + all_to_all + gather valleys whose middle is a sequence of suffix moves. On a pure
-// move (IsPureMove) every valley is the bare middle: one GreedyMiddle from `from` to `to`,
-// built without the placements (debug builds check that they agree).
+// move (`pure_move`: IsPureMove) the valleys are one GreedyMiddle from `from` to `to`, built
+// without the placements (debug builds check that they agree).
 std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from,
                                           const DistType& to,
-                                          const internal::LowerBounds& bounds) {
+                                          const internal::LowerBounds& bounds, bool pure_move) {
   if (from == to) return std::vector<Step>{};
   if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
     std::vector<Step> steps = {Step{Collective::Permute({}), to}};
     if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;
   }
-  if (!IsPureMove(mesh, from, to)) return PlacedFastPath(mesh, from, to, bounds);
+  if (!pure_move) return PlacedFastPath(mesh, from, to, bounds);
   std::optional<std::vector<Step>> bare;
   StepBuilder builder(mesh, from);
   if (GreedyMiddle(mesh, to, builder) &&
@@ -2626,8 +2624,9 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   if (!*known_bounds) *known_bounds = internal::ComputeLowerBounds(mesh, from, to);
   const internal::LowerBounds& bounds = **known_bounds;
   const bool bytes_decide = LowerBoundEndsSearch(mesh, model);
+  const bool pure_move = IsPureMove(mesh, from, to);
   std::vector<std::vector<Step>> known;
-  if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds)) {
+  if (std::optional<std::vector<Step>> fast = FastPath(mesh, from, to, bounds, pure_move)) {
     if (bytes_decide) return *std::move(fast);
     known.push_back(*std::move(fast));
   }
@@ -2644,7 +2643,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
   // permutes (53.47 µs instead of 83.29; docs/synthesis.md, "Sub-axes under a heterogeneous
   // model").
   auto make_candidates = [&] {
-    std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide);
+    std::vector<Candidate> candidates = Candidates(mesh, from, to, !bytes_decide, pure_move);
     if (!bytes_decide) {
       const size_t plain = candidates.size();
       for (size_t i = 0; i < plain; ++i) {
