@@ -39,6 +39,7 @@
 #include "synth/compact_search.h"
 #include "synth/placement.h"
 #include "synth/plan_check.h"
+#include "synth/pure_move.h"
 #include "synth/search.h"
 #include "synth/search_bounds.h"
 #include "synth/step_builder.h"
@@ -3486,6 +3487,37 @@ bool SplitsAxes(Strategy strategy) {
   return strategy == Strategy::kNormal || strategy == Strategy::kOptimal;
 }
 
+// normal's plan for a pure move on whole-axis types under a model uniform on the mesh, from
+// the exact solver of pure_move.h, without the valleys, passes and refinements of the general
+// path (their plans are never faster); nullopt where the solver does not apply.
+std::optional<Plan> PureMovePlan(const Mesh& mesh, const DistType& from, const DistType& to,
+                                 const SynthesisOptions& options) {
+  if (options.strategy != Strategy::kNormal || options.objective != Objective::kModeledTime ||
+      HasSubAxes(mesh, from) || HasSubAxes(mesh, to) || !IsPureMove(mesh, from, to) ||
+      !CheckReshardable(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok() ||
+      !options.cost_model.UniformOn(mesh)) {
+    return std::nullopt;
+  }
+  std::optional<std::vector<Step>> steps =
+      internal::PureMoveSteps(mesh, from, to, options.cost_model, options.sub_axes);
+  if (!steps) return std::nullopt;
+  PairPermutes(mesh, from, options.cost_model, *steps);
+  if (!steps->empty()) steps->back().type = to;  // As the caller wrote it.
+  Plan plan;
+  plan.mesh = mesh;
+  plan.source = from;
+  plan.target = to;
+  plan.strategy = std::string(StrategyName(options.strategy));
+  plan.steps = *std::move(steps);
+  plan.cost_model = options.cost_model;
+  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model,
+                                LowerBoundBytesTotal(mesh, from, to));
+  DebugCheck(plan, "synthesized an ill-typed pure move");
+  RESHARD_CHECK(plan.metrics.peak_local_bytes <= MemoryBoundBytes(mesh, from, to))
+      << "pure move plan exceeds the memory bound";
+  return plan;
+}
+
 // Synthesize without the final check. `unproven`: when not null, set when `optimal`'s search
 // on the prime-factor refinement gave up (Optimality::kWholeAxesOnly). `finest`: when not
 // null, set to the prime-factor refinement of `mesh` the call built, if it built one: every
@@ -3509,6 +3541,7 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
     if (chosen.ok()) chosen->strategy = std::string(StrategyName(Strategy::kAuto));
     return std::move(chosen);
   }
+  if (std::optional<Plan> pure = PureMovePlan(mesh, from, to, options)) return *std::move(pure);
   // Under the bytes objective ties go to fewer steps, which the chains of SplitGroups never
   // are. `optimal`'s plan is already split wherever that is cheaper, unless its search on the
   // finer mesh gave up: then splitting keeps it no worse than `normal`'s.

@@ -449,6 +449,52 @@ inline rc::Gen<ReshardCase> GenSinglePermuteCase() {
   });
 }
 
+// Pure moves (every axis splits a dimension of both types, no pending sum): 1-3 axes whose
+// sizes are powers of 2 (2, 4, 8), powers of 3 (3, 9) or mixed (2, 3, 4, 6), at most 32
+// devices; rank 1-3, each type placing every axis in a random dimension and order. The first
+// two families are those the pure-move solver answers (synth/pure_move.h).
+inline rc::Gen<ReshardCase> GenPureMoveCase() {
+  return rc::gen::exec([] {
+    static const std::vector<std::vector<int64_t>> kSizes = {{2, 4, 8}, {3, 9}, {2, 3, 4, 6}};
+    const std::vector<int64_t>& family =
+        kSizes[*rc::gen::weightedElement<size_t>({{6, 0}, {2, 1}, {2, 2}})];
+    const int count = *InRange(1, 4);
+    const std::vector<std::string> names = *GenAxisNames(count);
+    std::vector<int64_t> sizes;
+    for (int a = 0; a < count; ++a) sizes.push_back(*rc::gen::elementOf(family));
+    // Deterministic shrink to 32 devices: later axes fall to the family's smallest size.
+    for (int a = count - 1; a >= 0; --a) {
+      int64_t devices = 1;
+      for (int64_t s : sizes) devices *= s;
+      if (devices > 32) sizes[a] = family[0];
+    }
+    std::vector<MeshAxis> axes;
+    for (int a = 0; a < count; ++a) axes.push_back(MeshAxis{names[a], sizes[a]});
+    absl::StatusOr<Mesh> mesh = Mesh::Create(axes);
+    RC_ASSERT(mesh.ok());
+    ReshardCase c;
+    c.mesh = *mesh;
+    const int rank = *InRange(1, 4);
+    std::vector<std::vector<Placement>> placements(2);
+    for (std::vector<Placement>& placement : placements) {
+      for (int a = 0; a < count; ++a) {
+        placement.push_back(Placement{*InRange(0, rank), *InRange(0, 8)});
+      }
+    }
+    std::vector<int64_t> factors = *GenFactors(rank);
+    // With factors 1 the sizes always fit: each dimension is at most the lcm of its two axis
+    // products, whose products over the dimensions are the device count.
+    if (!WithinBudget(c.mesh, SizesFor(c.mesh, placements, factors), 1)) {
+      factors.assign(rank, 1);
+    }
+    const std::vector<int64_t> global = SizesFor(c.mesh, placements, factors);
+    const ElementType element_type = *rc::gen::elementOf(kAllElementTypes);
+    c.from = BuildType(c.mesh, element_type, global, placements[0]);
+    c.to = BuildType(c.mesh, element_type, global, placements[1]);
+    return c;
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sub-axes (typesys/sub_axis.h).
 //

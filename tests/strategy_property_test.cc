@@ -8,6 +8,7 @@
 //    GenSubAxisReshardCase), where also normal and optimal respect the memory bound and
 //    `optimal` with sub_axes = true is no worse than with sub_axes = false.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -26,6 +27,7 @@
 namespace reshard {
 namespace {
 
+using ::reshard::testing::GenPureMoveCase;
 using ::reshard::testing::GenReshardCase;
 using ::reshard::testing::GenSubAxisReshardCase;
 using ::reshard::testing::NamesSubAxes;
@@ -191,6 +193,62 @@ RESHARD_PROP(SearchProperty, TimeLowerBoundConsistentOnEveryPlanStep, 1000) {
       rest_us -= step_us;
       type = step.type;
     }
+  }
+}
+
+// Pure moves (generators.h GenPureMoveCase) under a random uniform model: normal's plan runs
+// on the interpreter within the memory bound, and where every atom has one size (the
+// pure-move solver's domain, synth/pure_move.h) it is exactly as fast as optimal's proven
+// optimum, with sub-axes and without; elsewhere (the general path) no faster.
+RESHARD_PROP(StrategyProperty, PureMovesNormalAsFastAsOptimal, 300) {
+  const ReshardCase c = *GenPureMoveCase();
+  SynthesisOptions options;
+  options.cost_model = CostModel(AxisCost{*rc::gen::elementOf(std::vector<double>{0, 1, 5, 20}),
+                                          *rc::gen::elementOf(std::vector<double>{10, 100, 400})});
+  options.sub_axes = *rc::gen::arbitrary<bool>();
+  absl::StatusOr<Plan> normal = Synthesize(c.mesh, c.from, c.to, options);
+  options.strategy = Strategy::kOptimal;
+  absl::StatusOr<Plan> optimal = Synthesize(c.mesh, c.from, c.to, options);
+  if (!normal.ok()) {
+    // No plan within the bound (e.g. x=6 cannot pass a dimension of local size 2 whole).
+    RC_ASSERT(absl::IsNotFound(normal.status()));
+    RC_ASSERT(!optimal.ok());
+    RC_TAG("no_plan");
+    return;
+  }
+  AssertRuns(*normal);
+  RC_ASSERT(normal->metrics.peak_local_bytes <= Bound(c));
+  RC_ASSERT(optimal.ok());
+  if (optimal->optimality != Optimality::kProven) {
+    RC_TAG("optimal_unproven");
+    return;
+  }
+  // The solver's domain: one atom size (prime factors with sub-axes, else the axes).
+  bool one_size = true;
+  int64_t atom = 0;
+  for (const MeshAxis& axis : c.mesh.axes()) {
+    int64_t size = axis.size;
+    if (options.sub_axes) {
+      // The smallest divisor above 1 is prime; the axis must be a power of it.
+      for (int64_t q = 2; q <= axis.size; ++q) {
+        if (axis.size % q == 0) {
+          size = q;
+          break;
+        }
+      }
+      for (int64_t rest = axis.size; rest > 1; rest /= size) {
+        if (rest % size != 0) one_size = false;
+      }
+    }
+    if (atom == 0) atom = size;
+    one_size = one_size && size == atom;
+  }
+  const double slack = 1e-3;  // cost_us is rounded to whole nanoseconds.
+  RC_TAG(one_size ? "one_atom_size" : "general_path");
+  if (one_size) {
+    RC_ASSERT(std::abs(normal->metrics.cost_us - optimal->metrics.cost_us) <= slack);
+  } else {
+    RC_ASSERT(normal->metrics.cost_us >= optimal->metrics.cost_us - slack);
   }
 }
 

@@ -1,0 +1,331 @@
+// The pure-move solver (pure_move.h): an A* search over atom arrangements.
+#include "synth/pure_move.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "typesys/collective.h"
+#include "typesys/sub_axis.h"
+
+namespace reshard::internal {
+namespace {
+
+// A state packs into one 64-bit key: the atom ids (4 bits each) of every dimension, major to
+// minor, dimensions separated by kSeparator, dimension 0 in the low bits.
+constexpr int kMaxAtoms = 15;
+constexpr int kNibbles = 16;
+constexpr uint64_t kSeparator = 0xF;
+// States the search may create before it gives the call back to normal's general passes
+// (the 3-axis suite's pure moves create at most a few hundred).
+constexpr size_t kMaxStates = size_t{1} << 14;
+
+// A state unpacked: the atoms of all dimensions in one run, and where each dimension's ends.
+struct Lists {
+  std::array<uint8_t, kNibbles> atoms{};
+  std::array<uint8_t, kNibbles + 1> end{};  // end[d]: one past dimension d's last atom.
+  int rank = 0;
+
+  int Begin(int d) const { return d == 0 ? 0 : end[d - 1]; }
+  int Length(int d) const { return end[d] - Begin(d); }
+};
+
+Lists Unpack(uint64_t key, int rank, int atoms) {
+  Lists lists;
+  lists.rank = rank;
+  int d = 0;
+  int count = 0;
+  for (int nibble = 0; nibble < atoms + rank - 1; ++nibble, key >>= 4) {
+    const auto value = static_cast<uint8_t>(key & 0xF);
+    if (value == kSeparator) {
+      lists.end[d++] = static_cast<uint8_t>(count);
+    } else {
+      lists.atoms[count++] = value;
+    }
+  }
+  lists.end[d] = static_cast<uint8_t>(count);
+  return lists;
+}
+
+// The key of `lists` after moving the last `count` atoms of dimension `concat` to the end of
+// dimension `split` (count 0: `lists` itself).
+uint64_t PackMoved(const Lists& lists, int concat, int count, int split) {
+  uint64_t key = 0;
+  int shift = 0;
+  auto put = [&](uint64_t value) {
+    key |= value << shift;
+    shift += 4;
+  };
+  const int moved_begin = lists.end[concat] - count;
+  for (int d = 0; d < lists.rank; ++d) {
+    if (d > 0) put(kSeparator);
+    const int stop = d == concat ? moved_begin : lists.end[d];
+    for (int a = lists.Begin(d); a < stop; ++a) put(lists.atoms[a]);
+    if (d == split) {
+      for (int a = moved_begin; a < lists.end[concat]; ++a) put(lists.atoms[a]);
+    }
+  }
+  return key;
+}
+
+// The atoms of `mesh`: per axis, its factors p (major first), and their names.
+struct Atoms {
+  int64_t p = 0;
+  std::vector<std::string> names;
+  std::vector<int> first;  // By mesh axis: the id of its major atom.
+  std::vector<int> count;  // By mesh axis: how many atoms it has.
+};
+
+// nullopt unless every atom has one size (see PureMoveSteps).
+std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
+  Atoms atoms;
+  for (const MeshAxis& axis : mesh.axes()) {
+    if (axis.size < 2) return std::nullopt;
+    int64_t p = axis.size;
+    if (sub_axes) {
+      for (int64_t q = 2; q * q <= axis.size; ++q) {
+        if (axis.size % q == 0) {
+          p = q;
+          break;
+        }
+      }
+    }
+    if (atoms.p == 0) atoms.p = p;
+    if (p != atoms.p) return std::nullopt;
+    int count = 0;
+    for (int64_t rest = axis.size; rest > 1; rest /= p, ++count) {
+      if (rest % p != 0) return std::nullopt;
+    }
+    atoms.first.push_back(static_cast<int>(atoms.names.size()));
+    atoms.count.push_back(count);
+    if (atoms.names.size() + count > kMaxAtoms) return std::nullopt;
+    int64_t pre = 1;
+    for (int i = 0; i < count; ++i, pre *= p) {
+      atoms.names.push_back(count == 1 ? axis.name : SubAxisName(axis.name, pre, p));
+    }
+  }
+  return atoms;
+}
+
+// `type`'s key, or nullopt when it does not name every atom once (not a pure move).
+std::optional<uint64_t> PackType(const Mesh& mesh, const Atoms& atoms, const DistType& type) {
+  uint64_t key = 0;
+  int shift = 0;
+  size_t placed = 0;
+  for (int d = 0; d < type.rank(); ++d) {
+    if (d > 0) {
+      key |= kSeparator << shift;
+      shift += 4;
+    }
+    for (const std::string& name : type.dims[d].axes) {
+      const int axis = mesh.AxisIndex(name);
+      if (axis < 0) return std::nullopt;
+      for (int i = 0; i < atoms.count[axis]; ++i, shift += 4) {
+        key |= static_cast<uint64_t>(atoms.first[axis] + i) << shift;
+      }
+      placed += atoms.count[axis];
+    }
+  }
+  if (placed != atoms.names.size()) return std::nullopt;
+  return key;
+}
+
+// One search state: its key, the cheapest known path to it from `to` (modeled µs, bytes), and
+// the move from its predecessor that reached it. Seen from the plan, which runs towards `to`,
+// the step leaving this state is an all_to_all of its last `count` atoms of dimension
+// `concat` back to the end of dimension `split`.
+struct Node {
+  uint64_t key = 0;
+  double us = 0;
+  int64_t bytes = 0;
+  int32_t parent = -1;
+  uint8_t concat = 0;
+  uint8_t split = 0;
+  uint8_t count = 0;
+};
+
+// Lexicographic (µs, bytes), with µs equal within rounding: path costs are sums of the same
+// step costs in different orders.
+bool Cheaper(double us, int64_t bytes, double than_us, int64_t than_bytes) {
+  const double tolerance = 1e-9 * std::max(1.0, std::abs(than_us));
+  if (us < than_us - tolerance) return true;
+  if (us > than_us + tolerance) return false;
+  return bytes < than_bytes;
+}
+
+}  // namespace
+
+std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType& from,
+                                               const DistType& to, const CostModel& model,
+                                               bool sub_axes) {
+  const std::optional<Atoms> atoms = MeshAtoms(mesh, sub_axes);
+  const int rank = from.rank();
+  if (!atoms || rank < 1 || static_cast<int>(atoms->names.size()) + rank - 1 > kNibbles) {
+    return std::nullopt;
+  }
+  const int n = static_cast<int>(atoms->names.size());
+  const std::optional<uint64_t> from_key = PackType(mesh, *atoms, from);
+  const std::optional<uint64_t> to_key = PackType(mesh, *atoms, to);
+  if (!from_key || !to_key) return std::nullopt;
+  const int64_t p = atoms->p;
+
+  // Dimension d holds at most room[d] atoms: p^room[d] divides its size.
+  std::array<int, kNibbles> room{};
+  for (int d = 0; d < rank; ++d) {
+    for (int64_t size = from.dims[d].size; size % p == 0 && room[d] < n; size /= p) ++room[d];
+  }
+  const Lists from_lists = Unpack(*from_key, rank, n);
+
+  // Step costs by atoms moved: every block keeps LocalBytes(from), so they depend on L alone.
+  const int64_t block = LocalBytes(mesh, from);
+  const int64_t devices = mesh.num_devices();
+  const AxisCost link = model.Axis(mesh.axes()[0].name);
+  std::array<double, kMaxAtoms + 1> step_us{};
+  std::array<int64_t, kMaxAtoms + 1> step_bytes{};
+  double per_atom_us = std::numeric_limits<double>::infinity();
+  for (int64_t count = 1, k = p; count <= n; ++count, k *= p) {
+    step_us[count] = GroupCollectiveUs(CollectiveKind::kAllToAll, static_cast<double>(k), link,
+                                       static_cast<double>(block));
+    step_bytes[count] = block * devices - block * (devices / k);
+    per_atom_us = std::min(per_atom_us, step_us[count] / static_cast<double>(count));
+  }
+  const double permute_us = link.alpha_us + link.TransferUs(static_cast<double>(block));
+
+  // Lower bound on the rest of a path from `lists` to `from`'s shape.
+  auto bound_us = [&](const Lists& lists) {
+    int above = 0;
+    for (int d = 0; d < rank; ++d) above += std::max(0, lists.Length(d) - from_lists.Length(d));
+    return above * per_atom_us;
+  };
+  auto same_shape = [&](const Lists& lists) {
+    for (int d = 0; d < rank; ++d) {
+      if (lists.end[d] != from_lists.end[d]) return false;
+    }
+    return true;
+  };
+  // Bytes of the permute from `from` to `lists` (same shape): a device keeps its block when
+  // the atoms at each position agree in coordinate, i.e. is constant on every cycle of the
+  // position-wise map from `from`'s atoms to these, so p^cycles devices stay.
+  auto permute_bytes = [&](const Lists& lists) {
+    std::array<uint8_t, kMaxAtoms> image{};
+    for (int a = 0; a < n; ++a) image[from_lists.atoms[a]] = lists.atoms[a];
+    std::array<bool, kMaxAtoms> seen{};
+    int64_t staying = 1;
+    for (int a = 0; a < n; ++a) {
+      if (seen[a]) continue;
+      staying *= p;
+      for (int b = a; !seen[b]; b = image[b]) seen[b] = true;
+    }
+    return block * (devices - staying);
+  };
+
+  std::vector<Node> nodes;
+  nodes.reserve(256);
+  absl::flat_hash_map<uint64_t, int32_t> index;
+  index.reserve(256);
+  struct Entry {
+    double f;
+    int64_t bytes;
+    double us;
+    int32_t node;
+    bool operator>(const Entry& other) const {
+      return std::tie(f, bytes, node) > std::tie(other.f, other.bytes, other.node);
+    }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  nodes.push_back(Node{*to_key});
+  index.emplace(*to_key, 0);
+  queue.push(Entry{bound_us(Unpack(*to_key, rank, n)), 0, 0, 0});
+
+  double best_us = std::numeric_limits<double>::infinity();
+  int64_t best_bytes = std::numeric_limits<int64_t>::max();
+  int32_t best = -1;
+  bool best_permutes = false;
+  while (!queue.empty()) {
+    const Entry entry = queue.top();
+    queue.pop();
+    if (entry.f > best_us + 1e-9 * std::max(1.0, best_us)) break;
+    const Node node = nodes[entry.node];
+    if (node.us != entry.us || node.bytes != entry.bytes) continue;  // Superseded.
+    const Lists lists = Unpack(node.key, rank, n);
+    if (same_shape(lists)) {
+      const bool permutes = node.key != *from_key;
+      const double us = node.us + (permutes ? permute_us : 0);
+      const int64_t bytes = node.bytes + (permutes ? permute_bytes(lists) : 0);
+      if (Cheaper(us, bytes, best_us, best_bytes)) {
+        best_us = us;
+        best_bytes = bytes;
+        best = entry.node;
+        best_permutes = permutes;
+      }
+    }
+    for (int concat = 0; concat < rank; ++concat) {
+      for (int count = 1; count <= lists.Length(concat); ++count) {
+        for (int split = 0; split < rank; ++split) {
+          if (split == concat || lists.Length(split) + count > room[split]) continue;
+          const uint64_t key = PackMoved(lists, concat, count, split);
+          const double us = node.us + step_us[count];
+          const int64_t bytes = node.bytes + step_bytes[count];
+          const auto [it, inserted] = index.try_emplace(key, static_cast<int32_t>(nodes.size()));
+          if (inserted) {
+            if (nodes.size() >= kMaxStates) return std::nullopt;
+            nodes.push_back(Node{key});
+          } else if (!Cheaper(us, bytes, nodes[it->second].us, nodes[it->second].bytes)) {
+            continue;
+          }
+          Node& next = nodes[it->second];
+          next.us = us;
+          next.bytes = bytes;
+          next.parent = entry.node;
+          next.concat = static_cast<uint8_t>(split);  // The plan moves them back.
+          next.split = static_cast<uint8_t>(concat);
+          next.count = static_cast<uint8_t>(count);
+          queue.push(Entry{us + bound_us(Unpack(key, rank, n)), bytes, us, it->second});
+        }
+      }
+    }
+  }
+  if (best < 0) return std::nullopt;  // No arrangement of from's shape reaches `to`.
+
+  // The plan: the permute to the best state, then the moves back along its path to `to`.
+  auto names = [&](const Lists& lists, int begin, int end) {
+    std::vector<std::string> refs;
+    refs.reserve(end - begin);
+    for (int a = begin; a < end; ++a) refs.push_back(atoms->names[lists.atoms[a]]);
+    return CanonicalAxisList(mesh, refs);
+  };
+  auto type_of = [&](const Lists& lists) {
+    DistType type;
+    type.element_type = from.element_type;
+    type.dims.resize(rank);
+    for (int d = 0; d < rank; ++d) {
+      type.dims[d].size = from.dims[d].size;
+      type.dims[d].axes = names(lists, lists.Begin(d), lists.end[d]);
+    }
+    return type;
+  };
+  std::vector<Step> steps;
+  if (best_permutes) {
+    steps.push_back(Step{Collective::Permute({}), type_of(Unpack(nodes[best].key, rank, n))});
+  }
+  for (int32_t v = best; nodes[v].parent >= 0; v = nodes[v].parent) {
+    const Node& node = nodes[v];
+    const Lists lists = Unpack(node.key, rank, n);
+    steps.push_back(Step{Collective::AllToAll(names(lists, lists.end[node.concat] - node.count,
+                                                    lists.end[node.concat]),
+                                              node.concat, node.split),
+                         type_of(Unpack(nodes[node.parent].key, rank, n))});
+  }
+  return steps;
+}
+
+}  // namespace reshard::internal
