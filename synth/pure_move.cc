@@ -191,20 +191,30 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
   const AxisCost link = model.Axis(mesh.axes()[0].name);
   std::array<double, kMaxAtoms + 1> step_us{};
   std::array<int64_t, kMaxAtoms + 1> step_bytes{};
-  double per_atom_us = std::numeric_limits<double>::infinity();
   for (int64_t count = 1, k = p; count <= n; ++count, k *= p) {
     step_us[count] = GroupCollectiveUs(CollectiveKind::kAllToAll, static_cast<double>(k), link,
                                        static_cast<double>(block));
     step_bytes[count] = block * devices - block * (devices / k);
-    per_atom_us = std::min(per_atom_us, step_us[count] / static_cast<double>(count));
+  }
+  // moving_us[e]: the cheapest all_to_alls that move e atoms, in groups of any sizes.
+  std::array<double, kMaxAtoms + 1> moving_us{};
+  for (int e = 1; e <= n; ++e) {
+    moving_us[e] = std::numeric_limits<double>::infinity();
+    for (int count = 1; count <= e; ++count) {
+      moving_us[e] = std::min(moving_us[e], step_us[count] + moving_us[e - count]);
+    }
   }
   const double permute_us = link.alpha_us + link.TransferUs(static_cast<double>(block));
 
-  // Lower bound on the rest of a path from `lists` to `from`'s shape.
-  auto bound_us = [&](const Lists& lists) {
-    int above = 0;
-    for (int d = 0; d < rank; ++d) above += std::max(0, lists.Length(d) - from_lists.Length(d));
-    return above * per_atom_us;
+  // The search's bound: a path from a state to `from`'s shape must move every atom above
+  // `from`'s count in its dimension, so it costs at least moving_us[atoms_above]. Consistent:
+  // a step of L atoms costs step_us[L] and lowers the count by at most L, and moving_us[e] <=
+  // step_us[L] + moving_us[max(e - L, 0)] (moving_us and step_us increase).
+  auto above = [&](int d, int length) { return std::max(0, length - from_lists.Length(d)); };
+  auto atoms_above = [&](const Lists& lists) {
+    int count = 0;
+    for (int d = 0; d < rank; ++d) count += above(d, lists.Length(d));
+    return count;
   };
   auto same_shape = [&](const Lists& lists) {
     for (int d = 0; d < rank; ++d) {
@@ -244,7 +254,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   nodes.push_back(Node{*to_key});
   index.emplace(*to_key, 0);
-  queue.push(Entry{bound_us(Unpack(*to_key, rank, n)), 0, 0, 0});
+  queue.push(Entry{moving_us[atoms_above(Unpack(*to_key, rank, n))], 0, 0, 0});
 
   double best_us = std::numeric_limits<double>::infinity();
   int64_t best_bytes = std::numeric_limits<int64_t>::max();
@@ -257,6 +267,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
     const Node node = nodes[entry.node];
     if (node.us != entry.us || node.bytes != entry.bytes) continue;  // Superseded.
     const Lists lists = Unpack(node.key, rank, n);
+    const int node_above = atoms_above(lists);
     if (same_shape(lists)) {
       const bool permutes = node.key != *from_key;
       const double us = node.us + (permutes ? permute_us : 0);
@@ -272,8 +283,14 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
       for (int count = 1; count <= lists.Length(concat); ++count) {
         for (int split = 0; split < rank; ++split) {
           if (split == concat || lists.Length(split) + count > room[split]) continue;
-          const uint64_t key = PackMoved(lists, concat, count, split);
           const double us = node.us + step_us[count];
+          const int moved_above =
+              node_above - above(concat, lists.Length(concat)) - above(split, lists.Length(split)) +
+              above(concat, lists.Length(concat) - count) +
+              above(split, lists.Length(split) + count);
+          const double f = us + moving_us[moved_above];
+          if (f > best_us + 1e-9 * std::max(1.0, best_us)) continue;  // Cannot win.
+          const uint64_t key = PackMoved(lists, concat, count, split);
           const int64_t bytes = node.bytes + step_bytes[count];
           const auto [it, inserted] = index.try_emplace(key, static_cast<int32_t>(nodes.size()));
           if (inserted) {
@@ -289,7 +306,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
           next.concat = static_cast<uint8_t>(split);  // The plan moves them back.
           next.split = static_cast<uint8_t>(concat);
           next.count = static_cast<uint8_t>(count);
-          queue.push(Entry{us + bound_us(Unpack(key, rank, n)), bytes, us, it->second});
+          queue.push(Entry{f, bytes, us, it->second});
         }
       }
     }

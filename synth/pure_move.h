@@ -15,13 +15,13 @@
 //    the same steps; any permutes the plan had are replaced by one (or none) in front.
 //  * So the optimum is min over move sequences M of cost(M) + (P unless M^-1(to) == from):
 //    an A* search from `to` over inverse moves (the graph is symmetric), towards the states
-//    of `from`'s shape, with the bound "atoms still above `from`'s count in their dimension,
-//    times the cheapest cost per atom moved" (consistent: a step of L atoms lowers it by at
-//    most L atoms).
+//    of `from`'s shape, with the bound "the cheapest all_to_alls that move as many atoms as
+//    are still above `from`'s count in their dimension" (consistent: a step of L atoms lowers
+//    that count by at most L).
 //
 // The result is time-optimal among all memory-bounded plans of the vocabulary (docs/
-// synthesis.md, "Pure moves"); among equally fast plans it takes the fewest bytes of those
-// that permute first.
+// synthesis.md, "Pure moves: the exact solver"); among equally fast plans it takes the fewest
+// bytes of those that permute first.
 #ifndef RESHARD_SYNTH_PURE_MOVE_H_
 #define RESHARD_SYNTH_PURE_MOVE_H_
 

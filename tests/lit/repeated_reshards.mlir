@@ -68,8 +68,8 @@ func.func @c(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
 // CHECK-NEXT: reshard.collective_permute %{{.*}} : tensor<8x2xf32> -> tensor<8x2xf32>
 // CHECK-NEXT: return
 // MODULE-LABEL: func.func @d
-// MODULE-NEXT: mesh.all_to_all %{{.*}} on @mesh mesh_axes = [0] split_axis = 1 concat_axis = 0 : tensor<4x4xf32> -> tensor<8x2xf32>
-// MODULE-NEXT: reshard.collective_permute %{{.*}} on @mesh {{.*}} : tensor<8x2xf32> -> tensor<8x2xf32>
+// MODULE-NEXT: reshard.collective_permute %{{.*}} on @mesh_2x2x2 {{.*}} : tensor<4x4xf32> -> tensor<4x4xf32>
+// MODULE-NEXT: mesh.all_to_all %{{.*}} on @mesh_2x2x2 mesh_axes = [2] split_axis = 1 concat_axis = 0 : tensor<4x4xf32> -> tensor<8x2xf32>
 // MODULE-NEXT: return
 func.func @d(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %0 = mesh.shard %arg0 to <@mesh, [[0], [1]]> : tensor<8x16xf32>
