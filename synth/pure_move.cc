@@ -116,7 +116,18 @@ std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
   return atoms;
 }
 
-// `type`'s key, or nullopt when it does not name every atom once (not a pure move).
+// log_p(value) when `value` is a power of p, else -1.
+int LogOf(int64_t value, int64_t p) {
+  int log = 0;
+  for (; value > 1; value /= p, ++log) {
+    if (value % p != 0) return -1;
+  }
+  return log;
+}
+
+// `type`'s key, or nullopt when it does not name every atom once (not a pure move) or names
+// a piece that is not a run of atoms. A reference with digit stride p^j and size p^k of an
+// axis of c atoms is its atoms c-j-k .. c-1-j, major first (atom i has stride p^(c-1-i)).
 std::optional<uint64_t> PackType(const Mesh& mesh, const Atoms& atoms, const DistType& type) {
   uint64_t key = 0;
   int shift = 0;
@@ -127,12 +138,16 @@ std::optional<uint64_t> PackType(const Mesh& mesh, const Atoms& atoms, const Dis
       shift += 4;
     }
     for (const std::string& name : type.dims[d].axes) {
-      const int axis = mesh.AxisIndex(name);
-      if (axis < 0) return std::nullopt;
-      for (int i = 0; i < atoms.count[axis]; ++i, shift += 4) {
-        key |= static_cast<uint64_t>(atoms.first[axis] + i) << shift;
+      const Mesh::Digit digit = mesh.Resolve(name);
+      if (digit.index < 0) return std::nullopt;
+      const int count = atoms.count[digit.index];
+      const int j = LogOf(digit.stride, atoms.p);
+      const int k = LogOf(digit.size, atoms.p);
+      if (j < 0 || k < 1 || j + k > count) return std::nullopt;
+      for (int i = count - j - k; i < count - j; ++i, shift += 4) {
+        key |= static_cast<uint64_t>(atoms.first[digit.index] + i) << shift;
       }
-      placed += atoms.count[axis];
+      placed += k;
     }
   }
   if (placed != atoms.names.size()) return std::nullopt;
@@ -160,6 +175,47 @@ bool Cheaper(double us, int64_t bytes, double than_us, int64_t than_bytes) {
   if (us < than_us - tolerance) return true;
   if (us > than_us + tolerance) return false;
   return bytes < than_bytes;
+}
+
+// The pairs of the permute from arrangement `in` to `out` (same shape), sources in id order
+// as MinimalPermute lists them. Every block has one holder, so each device sends to the one
+// device that needs its block. Device ids count in atom digits, atom 0 the most major (mesh
+// order, each axis's atoms major first); a block's key counts in the type's atom order.
+std::vector<std::pair<int64_t, int64_t>> PermutePairs(const Lists& in, const Lists& out, int n,
+                                                      int64_t p, int64_t devices) {
+  auto weights = [&](const Lists& lists) {
+    std::array<int64_t, kMaxAtoms> weight{};
+    int64_t stride = 1;
+    for (int a = lists.end[lists.rank - 1] - 1; a >= 0; --a, stride *= p) {
+      weight[lists.atoms[a]] = stride;
+    }
+    return weight;
+  };
+  const std::array<int64_t, kMaxAtoms> w_in = weights(in);
+  const std::array<int64_t, kMaxAtoms> w_out = weights(out);
+  std::vector<int64_t> held(devices), needed_by(devices);
+  std::array<int64_t, kMaxAtoms> digit{};
+  int64_t key_in = 0;
+  int64_t key_out = 0;
+  for (int64_t d = 0; d < devices; ++d) {
+    held[d] = key_in;
+    needed_by[key_out] = d;
+    for (int a = n - 1; a >= 0; --a) {  // The next device id, digit by digit.
+      if (++digit[a] < p) {
+        key_in += w_in[a];
+        key_out += w_out[a];
+        break;
+      }
+      digit[a] = 0;
+      key_in -= w_in[a] * (p - 1);
+      key_out -= w_out[a] * (p - 1);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t d = 0; d < devices; ++d) {
+    if (const int64_t t = needed_by[held[d]]; t != d) pairs.emplace_back(d, t);
+  }
+  return pairs;
 }
 
 }  // namespace
@@ -332,7 +388,9 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
   };
   std::vector<Step> steps;
   if (best_permutes) {
-    steps.push_back(Step{Collective::Permute({}), type_of(Unpack(nodes[best].key, rank, n))});
+    const Lists arranged = Unpack(nodes[best].key, rank, n);
+    steps.push_back(Step{Collective::Permute(PermutePairs(from_lists, arranged, n, p, devices)),
+                         type_of(arranged)});
   }
   for (int32_t v = best; nodes[v].parent >= 0; v = nodes[v].parent) {
     const Node& node = nodes[v];

@@ -1,6 +1,6 @@
 // pure_move.h — internal to synth/: the exact solver `normal` uses for pure moves.
 //
-// A pure move (every mesh axis splits a dimension of both types, no pending sum) keeps every
+// A pure move (every atom splits a dimension of both types, no pending sum) keeps every
 // device's block at the smallest size the mesh allows, so within the memory bound its plans
 // are all_to_alls and permutes only. Where the model is uniform on the mesh and every atom
 // (prime factor of an axis, or the axis itself without sub-axes) has the same size p, the
@@ -35,12 +35,14 @@
 
 namespace reshard::internal {
 
-// The steps of a least-time plan from `from` to `to` (a permute without pairs first, when
-// needed, then all_to_alls; types canonical on `mesh`, naming atoms as sub-axes `x:(m)p` when
-// `sub_axes`), or nullopt when the solver does not apply: requires a pure move of whole-axis
-// types that passed CheckReshardable, on a mesh without size-1 axes, under a model uniform on
-// it. nullopt also when the atoms differ in size, there are more than 15 of them, the state
-// would not pack into 64 bits (atoms + rank > 17) or the search exceeds its state cap.
+// The steps of a least-time plan from `from` to `to` (a permute first when needed, with
+// MinimalPermute's pairs, then all_to_alls; types canonical on `mesh`, naming atoms as
+// sub-axes `x:(m)p` when `sub_axes`), or nullopt when the solver does not apply: requires
+// types that passed CheckReshardable, without pending sums, on a mesh without size-1 axes,
+// under a model uniform on it, every atom named once by each type (a pure move; with
+// `sub_axes` the types may name runs of prime atoms, such as `x:(1)2` of x=4). nullopt also
+// when the atoms differ in size, there are more than 15 of them, the state would not pack
+// into 64 bits (atoms + rank > 17) or the search exceeds its state cap.
 std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType& from,
                                                const DistType& to, const CostModel& model,
                                                bool sub_axes);

@@ -3487,30 +3487,43 @@ bool SplitsAxes(Strategy strategy) {
   return strategy == Strategy::kNormal || strategy == Strategy::kOptimal;
 }
 
-// normal's plan for a pure move on whole-axis types under a model uniform on the mesh, from
+// normal's plan for a pure move (types with sub-axes or without) under a model uniform on
+// the mesh, from
 // the exact solver of pure_move.h, without the valleys, passes and refinements of the general
 // path (their plans are never faster); nullopt where the solver does not apply.
 std::optional<Plan> PureMovePlan(const Mesh& mesh, const DistType& from, const DistType& to,
                                  const SynthesisOptions& options) {
+  // Types naming sub-axes go to the solver, which tells whether every atom is used.
+  const bool named = HasSubAxes(mesh, from) || HasSubAxes(mesh, to);
+  const bool pure =
+      named ? from.partial.empty() && to.partial.empty() : IsPureMove(mesh, from, to);
   if (options.strategy != Strategy::kNormal || options.objective != Objective::kModeledTime ||
-      HasSubAxes(mesh, from) || HasSubAxes(mesh, to) || !IsPureMove(mesh, from, to) ||
-      !CheckReshardable(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok() ||
-      !options.cost_model.UniformOn(mesh)) {
+      !pure || !CheckReshardable(mesh, from, to).ok() ||
+      !CheckCostModel(mesh, options.cost_model).ok() || !options.cost_model.UniformOn(mesh)) {
     return std::nullopt;
   }
   std::optional<std::vector<Step>> steps =
       internal::PureMoveSteps(mesh, from, to, options.cost_model, options.sub_axes);
   if (!steps) return std::nullopt;
-  PairPermutes(mesh, from, options.cost_model, *steps);
-  if (!steps->empty()) steps->back().type = to;  // As the caller wrote it.
+#ifndef NDEBUG
+  // Its permute's pairs are built from the atom arrangement; MinimalPermute finds the same.
+  if (!steps->empty() && steps->front().op.kind == CollectiveKind::kCollectivePermute) {
+    RESHARD_CHECK(steps->front().op ==
+                  MinimalPermute(mesh, from, steps->front().type, &options.cost_model))
+        << "pure move: its permute's pairs differ from MinimalPermute's";
+  }
+#endif
   Plan plan;
   plan.mesh = mesh;
-  plan.source = from;
-  plan.target = to;
+  // Canonical ends where the types name sub-axes, as SynthesizeRefined gives them; else as
+  // the caller wrote them.
+  plan.source = named ? Canonicalize(mesh, from) : from;
+  plan.target = named ? Canonicalize(mesh, to) : to;
+  if (!steps->empty()) steps->back().type = plan.target;
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = *std::move(steps);
   plan.cost_model = options.cost_model;
-  plan.metrics = ComputeMetrics(mesh, from, plan.steps, plan.cost_model,
+  plan.metrics = ComputeMetrics(mesh, plan.source, plan.steps, plan.cost_model,
                                 LowerBoundBytesTotal(mesh, from, to));
   DebugCheck(plan, "synthesized an ill-typed pure move");
   RESHARD_CHECK(plan.metrics.peak_local_bytes <= MemoryBoundBytes(mesh, from, to))
@@ -3541,7 +3554,15 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
     if (chosen.ok()) chosen->strategy = std::string(StrategyName(Strategy::kAuto));
     return std::move(chosen);
   }
-  if (std::optional<Plan> pure = PureMovePlan(mesh, from, to, options)) return *std::move(pure);
+  if (std::optional<Plan> pure = PureMovePlan(mesh, from, to, options)) {
+    if (finest != nullptr && HasSubAxes(mesh, pure->source, pure->steps)) {
+      // Its atoms are the prime factors: the final check refines the plan onto them.
+      absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(mesh, {}, true);
+      RESHARD_CHECK(atoms.ok()) << atoms.status();  // No references to reject.
+      *finest = *std::move(atoms);
+    }
+    return *std::move(pure);
+  }
   // Under the bytes objective ties go to fewer steps, which the chains of SplitGroups never
   // are. `optimal`'s plan is already split wherever that is cheaper, unless its search on the
   // finer mesh gave up: then splitting keeps it no worse than `normal`'s.

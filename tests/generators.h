@@ -453,7 +453,7 @@ inline rc::Gen<ReshardCase> GenSinglePermuteCase() {
 // sizes are powers of 2 (2, 4, 8), powers of 3 (3, 9) or mixed (2, 3, 4, 6), at most 32
 // devices; rank 1-3, each type placing every axis in a random dimension and order. The first
 // two families are those the pure-move solver answers (synth/pure_move.h).
-inline rc::Gen<ReshardCase> GenPureMoveCase() {
+inline rc::Gen<Mesh> GenPureMoveMesh() {
   return rc::gen::exec([] {
     static const std::vector<std::vector<int64_t>> kSizes = {{2, 4, 8}, {3, 9}, {2, 3, 4, 6}};
     const std::vector<int64_t>& family =
@@ -472,27 +472,36 @@ inline rc::Gen<ReshardCase> GenPureMoveCase() {
     for (int a = 0; a < count; ++a) axes.push_back(MeshAxis{names[a], sizes[a]});
     absl::StatusOr<Mesh> mesh = Mesh::Create(axes);
     RC_ASSERT(mesh.ok());
-    ReshardCase c;
-    c.mesh = *mesh;
-    const int rank = *InRange(1, 4);
-    std::vector<std::vector<Placement>> placements(2);
-    for (std::vector<Placement>& placement : placements) {
-      for (int a = 0; a < count; ++a) {
-        placement.push_back(Placement{*InRange(0, rank), *InRange(0, 8)});
-      }
-    }
-    std::vector<int64_t> factors = *GenFactors(rank);
-    // With factors 1 the sizes always fit: each dimension is at most the lcm of its two axis
-    // products, whose products over the dimensions are the device count.
-    if (!WithinBudget(c.mesh, SizesFor(c.mesh, placements, factors), 1)) {
-      factors.assign(rank, 1);
-    }
-    const std::vector<int64_t> global = SizesFor(c.mesh, placements, factors);
-    const ElementType element_type = *rc::gen::elementOf(kAllElementTypes);
-    c.from = BuildType(c.mesh, element_type, global, placements[0]);
-    c.to = BuildType(c.mesh, element_type, global, placements[1]);
-    return c;
+    return *mesh;
   });
+}
+
+// A pure move on `mesh`: both types split every axis of it over some dimension.
+inline ReshardCase DrawPureMoveOn(const Mesh& mesh) {
+  ReshardCase c;
+  c.mesh = mesh;
+  const int rank = *InRange(1, 4);
+  std::vector<std::vector<Placement>> placements(2);
+  for (std::vector<Placement>& placement : placements) {
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      placement.push_back(Placement{*InRange(0, rank), *InRange(0, 8)});
+    }
+  }
+  std::vector<int64_t> factors = *GenFactors(rank);
+  // With factors 1 the sizes always fit: each dimension is at most the lcm of its two axis
+  // products, whose products over the dimensions are the device count.
+  if (!WithinBudget(c.mesh, SizesFor(c.mesh, placements, factors), 1)) {
+    factors.assign(rank, 1);
+  }
+  const std::vector<int64_t> global = SizesFor(c.mesh, placements, factors);
+  const ElementType element_type = *rc::gen::elementOf(kAllElementTypes);
+  c.from = BuildType(c.mesh, element_type, global, placements[0]);
+  c.to = BuildType(c.mesh, element_type, global, placements[1]);
+  return c;
+}
+
+inline rc::Gen<ReshardCase> GenPureMoveCase() {
+  return rc::gen::exec([] { return DrawPureMoveOn(*GenPureMoveMesh()); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -766,6 +775,35 @@ inline rc::Gen<SubAxisReshardCase> GenSubAxisReshardCase() {
     s.c.from = MergeRandomly(s.axes, on_atoms.from, /*spell_whole_axes=*/true);
     s.c.to = MergeRandomly(s.axes, on_atoms.to, /*spell_whole_axes=*/true);
     return s;
+  });
+}
+
+// A pure move on a GenPureMoveMesh whose types split its prime factors (the chain of every
+// axis ascending primes, as the prime-factor refinement orders them), merged at random: the
+// types name sub-axes such as `x:(1)2` of x=4 where a run of atoms stays unmerged.
+inline rc::Gen<ReshardCase> GenSubAxisPureMoveCase() {
+  return rc::gen::exec([] {
+    const Mesh mesh = *GenPureMoveMesh();
+    std::vector<std::vector<int64_t>> chains;
+    for (const MeshAxis& axis : mesh.axes()) {
+      std::vector<int64_t> chain = {1};
+      for (int64_t rest = axis.size, q = 2; rest > 1;) {
+        if (rest % q != 0) {
+          ++q;
+          continue;
+        }
+        chain.push_back(chain.back() * q);
+        rest /= q;
+      }
+      chains.push_back(chain);
+    }
+    const SubAxisMesh m = MakeSubAxisMesh(mesh, chains);
+    const ReshardCase on_atoms = DrawPureMoveOn(m.atoms);
+    ReshardCase c;
+    c.mesh = mesh;
+    c.from = MergeRandomly(m, on_atoms.from, /*spell_whole_axes=*/true);
+    c.to = MergeRandomly(m, on_atoms.to, /*spell_whole_axes=*/true);
+    return c;
   });
 }
 

@@ -29,7 +29,9 @@ namespace {
 
 using ::reshard::testing::GenPureMoveCase;
 using ::reshard::testing::GenReshardCase;
+using ::reshard::testing::GenSubAxisPureMoveCase;
 using ::reshard::testing::GenSubAxisReshardCase;
+using ::reshard::testing::InRange;
 using ::reshard::testing::NamesSubAxes;
 using ::reshard::testing::ReshardCase;
 using ::reshard::testing::SubAxisReshardCase;
@@ -196,16 +198,19 @@ RESHARD_PROP(SearchProperty, TimeLowerBoundConsistentOnEveryPlanStep, 1000) {
   }
 }
 
-// Pure moves (generators.h GenPureMoveCase) under a random uniform model: normal's plan runs
+// Pure moves (generators.h GenPureMoveCase, GenSubAxisPureMoveCase) under a random uniform model: normal's plan runs
 // on the interpreter within the memory bound, and where every atom has one size (the
 // pure-move solver's domain, synth/pure_move.h) it is exactly as fast as optimal's proven
 // optimum, with sub-axes and without; elsewhere (the general path) no faster.
 RESHARD_PROP(StrategyProperty, PureMovesNormalAsFastAsOptimal, 300) {
-  const ReshardCase c = *GenPureMoveCase();
   SynthesisOptions options;
   options.cost_model = CostModel(AxisCost{*rc::gen::elementOf(std::vector<double>{0, 1, 5, 20}),
                                           *rc::gen::elementOf(std::vector<double>{10, 100, 400})});
   options.sub_axes = *rc::gen::arbitrary<bool>();
+  // With sub-axes, a third of the cases name prime factors in their types.
+  const bool named_atoms = options.sub_axes && *InRange(0, 3) == 0;
+  const ReshardCase c = named_atoms ? *GenSubAxisPureMoveCase() : *GenPureMoveCase();
+  RC_TAG(named_atoms ? "types_name_sub_axes" : "types_name_axes");
   absl::StatusOr<Plan> normal = Synthesize(c.mesh, c.from, c.to, options);
   options.strategy = Strategy::kOptimal;
   absl::StatusOr<Plan> optimal = Synthesize(c.mesh, c.from, c.to, options);
