@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "typesys/check.h"
 #include "typesys/collective.h"
 #include "typesys/sub_axis.h"
 
@@ -77,23 +79,25 @@ uint64_t PackMoved(const Lists& lists, int concat, int count, int split) {
   return key;
 }
 
-// The atoms of `mesh`: per axis, its factors p (major first), and their names.
+// The atoms of `mesh`: per axis, its factors p, major first, numbered in mesh order.
 struct Atoms {
   int64_t p = 0;
-  std::vector<std::string> names;
-  std::vector<int> first;  // By mesh axis: the id of its major atom.
-  std::vector<int> count;  // By mesh axis: how many atoms it has.
+  int total = 0;
+  std::vector<int> first;                 // By mesh axis: the id of its major atom.
+  std::vector<int> count;                 // By mesh axis: how many atoms it has.
+  std::array<uint8_t, kMaxAtoms> axis{};  // By atom id: its mesh axis.
 };
 
 // nullopt unless every atom has one size (see PureMoveSteps).
 std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
   Atoms atoms;
-  for (const MeshAxis& axis : mesh.axes()) {
-    if (axis.size < 2) return std::nullopt;
-    int64_t p = axis.size;
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    const int64_t size = mesh.axes()[a].size;
+    if (size < 2) return std::nullopt;
+    int64_t p = size;
     if (sub_axes) {
-      for (int64_t q = 2; q * q <= axis.size; ++q) {
-        if (axis.size % q == 0) {
+      for (int64_t q = 2; q * q <= size; ++q) {
+        if (size % q == 0) {
           p = q;
           break;
         }
@@ -102,18 +106,40 @@ std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
     if (atoms.p == 0) atoms.p = p;
     if (p != atoms.p) return std::nullopt;
     int count = 0;
-    for (int64_t rest = axis.size; rest > 1; rest /= p, ++count) {
+    for (int64_t rest = size; rest > 1; rest /= p, ++count) {
       if (rest % p != 0) return std::nullopt;
     }
-    atoms.first.push_back(static_cast<int>(atoms.names.size()));
+    if (atoms.total + count > kMaxAtoms) return std::nullopt;
+    atoms.first.push_back(atoms.total);
     atoms.count.push_back(count);
-    if (atoms.names.size() + count > kMaxAtoms) return std::nullopt;
-    int64_t pre = 1;
-    for (int i = 0; i < count; ++i, pre *= p) {
-      atoms.names.push_back(count == 1 ? axis.name : SubAxisName(axis.name, pre, p));
-    }
+    for (int i = 0; i < count; ++i) atoms.axis[atoms.total++] = static_cast<uint8_t>(a);
   }
   return atoms;
+}
+
+// The canonical names of atoms `ids` in this order (CanonicalAxisList's form): runs of
+// consecutive atoms of one axis, major to minor, as one piece, the whole axis by its name.
+std::vector<std::string> AtomNames(const Mesh& mesh, const Atoms& atoms,
+                                   absl::Span<const uint8_t> ids) {
+  std::vector<std::string> names;
+  for (size_t begin = 0, end; begin < ids.size(); begin = end) {
+    const int axis = atoms.axis[ids[begin]];
+    for (end = begin + 1; end < ids.size() && ids[end] == ids[end - 1] + 1 &&
+                          atoms.axis[ids[end]] == axis;
+         ++end) {
+    }
+    const int length = static_cast<int>(end - begin);
+    const MeshAxis& whole = mesh.axes()[axis];
+    if (length == atoms.count[axis]) {
+      names.push_back(whole.name);
+      continue;
+    }
+    int64_t pre = 1, size = 1;
+    for (int i = atoms.first[axis]; i < ids[begin]; ++i) pre *= atoms.p;
+    for (int i = 0; i < length; ++i) size *= atoms.p;
+    names.push_back(SubAxisName(whole.name, pre, size));
+  }
+  return names;
 }
 
 // log_p(value) when `value` is a power of p, else -1.
@@ -150,7 +176,7 @@ std::optional<uint64_t> PackType(const Mesh& mesh, const Atoms& atoms, const Dis
       placed += k;
     }
   }
-  if (placed != atoms.names.size()) return std::nullopt;
+  if (placed != static_cast<size_t>(atoms.total)) return std::nullopt;
   return key;
 }
 
@@ -225,10 +251,10 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
                                                bool sub_axes) {
   const std::optional<Atoms> atoms = MeshAtoms(mesh, sub_axes);
   const int rank = from.rank();
-  if (!atoms || rank < 1 || static_cast<int>(atoms->names.size()) + rank - 1 > kNibbles) {
+  if (!atoms || rank < 1 || atoms->total + rank - 1 > kNibbles) {
     return std::nullopt;
   }
-  const int n = static_cast<int>(atoms->names.size());
+  const int n = atoms->total;
   const std::optional<uint64_t> from_key = PackType(mesh, *atoms, from);
   const std::optional<uint64_t> to_key = PackType(mesh, *atoms, to);
   if (!from_key || !to_key) return std::nullopt;
@@ -371,10 +397,20 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
 
   // The plan: the permute to the best state, then the moves back along its path to `to`.
   auto names = [&](const Lists& lists, int begin, int end) {
-    std::vector<std::string> refs;
-    refs.reserve(end - begin);
-    for (int a = begin; a < end; ++a) refs.push_back(atoms->names[lists.atoms[a]]);
-    return CanonicalAxisList(mesh, refs);
+    std::vector<std::string> merged =
+        AtomNames(mesh, *atoms, absl::MakeConstSpan(lists.atoms.data() + begin, end - begin));
+#ifndef NDEBUG
+    std::vector<std::string> each;  // Atom by atom, for typesys to merge.
+    for (int a = begin; a < end; ++a) {
+      const int axis = atoms->axis[lists.atoms[a]];
+      const MeshAxis& whole = mesh.axes()[axis];
+      int64_t pre = 1;
+      for (int i = atoms->first[axis]; i < lists.atoms[a]; ++i) pre *= p;
+      each.push_back(atoms->count[axis] == 1 ? whole.name : SubAxisName(whole.name, pre, p));
+    }
+    RESHARD_CHECK(merged == CanonicalAxisList(mesh, each)) << "pure move: atom names";
+#endif
+    return merged;
   };
   auto type_of = [&](const Lists& lists) {
     DistType type;
