@@ -122,11 +122,11 @@ std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
 std::vector<std::string> AtomNames(const Mesh& mesh, const Atoms& atoms,
                                    absl::Span<const uint8_t> ids) {
   std::vector<std::string> names;
-  for (size_t begin = 0, end; begin < ids.size(); begin = end) {
+  for (size_t begin = 0, end = 0; begin < ids.size(); begin = end) {
     const int axis = atoms.axis[ids[begin]];
-    for (end = begin + 1; end < ids.size() && ids[end] == ids[end - 1] + 1 &&
-                          atoms.axis[ids[end]] == axis;
-         ++end) {
+    end = begin + 1;
+    while (end < ids.size() && ids[end] == ids[end - 1] + 1 && atoms.axis[ids[end]] == axis) {
+      ++end;
     }
     const int length = static_cast<int>(end - begin);
     const MeshAxis& whole = mesh.axes()[axis];
@@ -366,10 +366,10 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
         for (int split = 0; split < rank; ++split) {
           if (split == concat || lists.Length(split) + count > room[split]) continue;
           const double us = node.us + step_us[count];
-          const int moved_above =
-              node_above - above(concat, lists.Length(concat)) - above(split, lists.Length(split)) +
-              above(concat, lists.Length(concat) - count) +
-              above(split, lists.Length(split) + count);
+          const int moved_above = node_above - above(concat, lists.Length(concat)) -
+                                  above(split, lists.Length(split)) +
+                                  above(concat, lists.Length(concat) - count) +
+                                  above(split, lists.Length(split) + count);
           const double f = us + moving_us[moved_above];
           if (f > best_us + 1e-9 * std::max(1.0, best_us)) continue;  // Cannot win.
           const uint64_t key = PackMoved(lists, concat, count, split);

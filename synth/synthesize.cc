@@ -3488,9 +3488,9 @@ bool SplitsAxes(Strategy strategy) {
 }
 
 // normal's plan for a pure move (types with sub-axes or without) under a model uniform on
-// the mesh, from
-// the exact solver of pure_move.h, without the valleys, passes and refinements of the general
-// path (their plans are never faster); nullopt where the solver does not apply.
+// the mesh, from the exact solver of pure_move.h, without the valleys, passes and
+// refinements of the general path (their plans are never faster); nullopt where the solver
+// does not apply.
 std::optional<Plan> PureMovePlan(const Mesh& mesh, const DistType& from, const DistType& to,
                                  const SynthesisOptions& options) {
   // Types naming sub-axes go to the solver, which tells whether every atom is used.

@@ -198,10 +198,10 @@ RESHARD_PROP(SearchProperty, TimeLowerBoundConsistentOnEveryPlanStep, 1000) {
   }
 }
 
-// Pure moves (generators.h GenPureMoveCase, GenSubAxisPureMoveCase) under a random uniform model: normal's plan runs
-// on the interpreter within the memory bound, and where every atom has one size (the
-// pure-move solver's domain, synth/pure_move.h) it is exactly as fast as optimal's proven
-// optimum, with sub-axes and without; elsewhere (the general path) no faster.
+// Pure moves (generators.h GenPureMoveCase, GenSubAxisPureMoveCase) under a random uniform
+// model: normal's plan runs on the interpreter within the memory bound, and where every atom
+// has one size (the pure-move solver's domain, synth/pure_move.h) it is exactly as fast as
+// optimal's proven optimum, with sub-axes and without; elsewhere (the general path) no faster.
 RESHARD_PROP(StrategyProperty, PureMovesNormalAsFastAsOptimal, 300) {
   SynthesisOptions options;
   options.cost_model = CostModel(AxisCost{*rc::gen::elementOf(std::vector<double>{0, 1, 5, 20}),
