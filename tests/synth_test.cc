@@ -216,52 +216,48 @@ TEST(NormalTest, AxesSwapDimensions) {
       << Describe(plan);
 }
 
+// normal's plan from `from` to `to`, after checking that it is exactly as fast as optimal's
+// proven optimum and runs correctly on the interpreter within the source's block size.
+Plan ExpectPureMoveAsFastAsOptimal(const Mesh& mesh, const DistType& from, const DistType& to) {
+  SynthesisOptions options;
+  absl::StatusOr<Plan> normal = Synthesize(mesh, from, to, options);
+  options.strategy = Strategy::kOptimal;
+  absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
+  EXPECT_TRUE(normal.ok()) << normal.status();
+  EXPECT_TRUE(optimal.ok()) << optimal.status();
+  if (!normal.ok() || !optimal.ok()) return Plan{};
+  EXPECT_EQ(optimal->optimality, Optimality::kProven);
+  EXPECT_EQ(normal->metrics.cost_us, optimal->metrics.cost_us) << Describe(*normal);
+  absl::StatusOr<RunReport> report = RunPlan(*normal);
+  EXPECT_TRUE(report.ok()) << report.status();
+  if (!report.ok()) return *std::move(normal);
+  EXPECT_TRUE(report->ok) << report->message;
+  EXPECT_EQ(report->bytes_received_total, normal->metrics.bytes_received_total);
+  EXPECT_EQ(report->peak_local_bytes, LocalBytes(mesh, from));
+  return *std::move(normal);
+}
+
 // A pure move on atoms of one size (here six of size 2) takes the pure-move solver's plan
 // (synth/pure_move.h): exactly as fast as optimal's proven optimum. On this case the general
 // passes, which it replaces, stopped at two whole-axis all_to_alls (88.35 us at the quality
 // suite's sizes, against 76.943 us now).
 TEST(NormalTest, PureMoveIsAsFastAsOptimal) {
   Mesh mesh = M("x=8,y=8");
-  const DistType from = T(mesh, "f32[8,8,64{x,y}]");
-  const DistType to = T(mesh, "f32[8{y},8{x},64]");
-  SynthesisOptions options;
-  absl::StatusOr<Plan> normal = Synthesize(mesh, from, to, options);
-  ASSERT_TRUE(normal.ok()) << normal.status();
-  options.strategy = Strategy::kOptimal;
-  absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
-  ASSERT_TRUE(optimal.ok()) << optimal.status();
-  EXPECT_EQ(optimal->optimality, Optimality::kProven);
-  EXPECT_EQ(normal->metrics.cost_us, optimal->metrics.cost_us) << Describe(*normal);
-  EXPECT_EQ(Count(*normal, CollectiveKind::kCollectivePermute), 1) << Describe(*normal);
-  EXPECT_EQ(Count(*normal, CollectiveKind::kAllToAll), 6) << Describe(*normal);
-  absl::StatusOr<RunReport> report = RunPlan(*normal);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
-  EXPECT_EQ(report->bytes_received_total, normal->metrics.bytes_received_total);
-  EXPECT_EQ(report->peak_local_bytes, LocalBytes(mesh, from));
+  const Plan plan = ExpectPureMoveAsFastAsOptimal(mesh, T(mesh, "f32[8,8,64{x,y}]"),
+                                                  T(mesh, "f32[8{y},8{x},64]"));
+  EXPECT_EQ(Count(plan, CollectiveKind::kCollectivePermute), 1) << Describe(plan);
+  EXPECT_EQ(Count(plan, CollectiveKind::kAllToAll), 6) << Describe(plan);
 }
 
 // Types naming sub-axes: the pure-move solver reads their atoms (x:(2)2 is x's minor
 // factor) and, as its plans do, permutes first.
 TEST(NormalTest, PureMoveNamingSubAxesIsAsFastAsOptimal) {
   Mesh mesh = M("x=4,y=4");
-  const DistType from = T(mesh, "bf16[512{x},512{y}]");
-  const DistType to = T(mesh, "bf16[512{y:(1)2,x},512{y:(2)2}]");
-  SynthesisOptions options;
-  absl::StatusOr<Plan> normal = Synthesize(mesh, from, to, options);
-  ASSERT_TRUE(normal.ok()) << normal.status();
-  options.strategy = Strategy::kOptimal;
-  absl::StatusOr<Plan> optimal = Synthesize(mesh, from, to, options);
-  ASSERT_TRUE(optimal.ok()) << optimal.status();
-  EXPECT_EQ(optimal->optimality, Optimality::kProven);
-  EXPECT_EQ(normal->metrics.cost_us, optimal->metrics.cost_us) << Describe(*normal);
-  ASSERT_EQ(normal->steps.size(), 2u) << Describe(*normal);
-  EXPECT_EQ(normal->steps[0].op.kind, CollectiveKind::kCollectivePermute) << Describe(*normal);
-  EXPECT_EQ(normal->steps[1].op, Collective::AllToAll({"x:(2)2"}, 1, 0)) << Describe(*normal);
-  absl::StatusOr<RunReport> report = RunPlan(*normal);
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_TRUE(report->ok) << report->message;
-  EXPECT_EQ(report->bytes_received_total, normal->metrics.bytes_received_total);
+  const Plan plan = ExpectPureMoveAsFastAsOptimal(mesh, T(mesh, "bf16[512{x},512{y}]"),
+                                                  T(mesh, "bf16[512{y:(1)2,x},512{y:(2)2}]"));
+  ASSERT_EQ(plan.steps.size(), 2u) << Describe(plan);
+  EXPECT_EQ(plan.steps[0].op.kind, CollectiveKind::kCollectivePermute) << Describe(plan);
+  EXPECT_EQ(plan.steps[1].op, Collective::AllToAll({"x:(2)2"}, 1, 0)) << Describe(plan);
 }
 
 TEST(NormalTest, MultiAxisMoveIsOneAllToAll) {
