@@ -194,12 +194,16 @@ struct Node {
   uint8_t count = 0;
 };
 
-// Lexicographic (µs, bytes), with µs equal within rounding: path costs are sums of the same
-// step costs in different orders.
+// Whether `us` exceeds `than_us` beyond rounding: path costs are sums of the same step costs
+// in different orders.
+bool Above(double us, double than_us) {
+  return us > than_us + 1e-9 * std::max(1.0, std::abs(than_us));
+}
+
+// Lexicographic (µs, bytes), with µs equal within rounding (Above).
 bool Cheaper(double us, int64_t bytes, double than_us, int64_t than_bytes) {
-  const double tolerance = 1e-9 * std::max(1.0, std::abs(than_us));
-  if (us < than_us - tolerance) return true;
-  if (us > than_us + tolerance) return false;
+  if (Above(than_us, us)) return true;
+  if (Above(us, than_us)) return false;
   return bytes < than_bytes;
 }
 
@@ -345,7 +349,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
   while (!queue.empty()) {
     const Entry entry = queue.top();
     queue.pop();
-    if (entry.f > best_us + 1e-9 * std::max(1.0, best_us)) break;
+    if (Above(entry.f, best_us)) break;
     const Node node = nodes[entry.node];
     if (node.us != entry.us || node.bytes != entry.bytes) continue;  // Superseded.
     const Lists lists = Unpack(node.key, rank, n);
@@ -371,7 +375,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
                                   above(concat, lists.Length(concat) - count) +
                                   above(split, lists.Length(split) + count);
           const double f = us + moving_us[moved_above];
-          if (f > best_us + 1e-9 * std::max(1.0, best_us)) continue;  // Cannot win.
+          if (Above(f, best_us)) continue;  // Cannot win.
           const uint64_t key = PackMoved(lists, concat, count, split);
           const int64_t bytes = node.bytes + step_bytes[count];
           const auto [it, inserted] = index.try_emplace(key, static_cast<int32_t>(nodes.size()));
@@ -402,11 +406,7 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
 #ifndef NDEBUG
     std::vector<std::string> each;  // Atom by atom, for typesys to merge.
     for (int a = begin; a < end; ++a) {
-      const int axis = atoms->axis[lists.atoms[a]];
-      const MeshAxis& whole = mesh.axes()[axis];
-      int64_t pre = 1;
-      for (int i = atoms->first[axis]; i < lists.atoms[a]; ++i) pre *= p;
-      each.push_back(atoms->count[axis] == 1 ? whole.name : SubAxisName(whole.name, pre, p));
+      each.push_back(AtomNames(mesh, *atoms, absl::MakeConstSpan(&lists.atoms[a], 1))[0]);
     }
     RESHARD_CHECK(merged == CanonicalAxisList(mesh, each)) << "pure move: atom names";
 #endif
