@@ -201,8 +201,8 @@ SubAxisRow MeasureSubAxes(const Case& c, int index, const CostModel& model) {
   row.whole = BytesOf(run(Strategy::kOptimal, false));
   // The sub-axis optimum, independently of Synthesize's choice between refinements: the
   // optimal search on the prime-factor refinement itself, whose axes are every sub-axis.
-  std::vector<std::string> refs = SubAxisRefs(c.mesh, c.from);
-  std::vector<std::string> to_refs = SubAxisRefs(c.mesh, c.to);
+  AxisList refs = SubAxisRefs(c.mesh, c.from);
+  AxisList to_refs = SubAxisRefs(c.mesh, c.to);
   refs.insert(refs.end(), to_refs.begin(), to_refs.end());
   absl::StatusOr<AxisRefinement> atoms = AxisRefinement::Create(c.mesh, refs, true);
   if (atoms.ok()) {

@@ -206,7 +206,7 @@ absl::Status CheckDivisible(int64_t dim, int64_t k, const std::string& attribute
 }
 
 // The groups of a collective over `axes`, each listed in group order.
-std::vector<std::vector<int64_t>> Groups(const Mesh& mesh, const std::vector<std::string>& axes) {
+std::vector<std::vector<int64_t>> Groups(const Mesh& mesh, const AxisList& axes) {
   std::vector<std::vector<int64_t>> groups;
   int64_t k = mesh.GroupSize(axes);
   for (int64_t d = 0; d < mesh.num_devices(); ++d) {
@@ -599,7 +599,7 @@ absl::Status CheckBuffersWith(const Mesh& mesh, const DistType& type, int64_t so
     }
   }
   // Non-partial types are the special case of singleton groups.
-  std::vector<std::string> partial = PartialInMeshOrder(mesh, type);
+  AxisList partial = PartialInMeshOrder(mesh, type);
   int64_t local_elements = NumElements(local_shape);
   for (int64_t d = 0; d < mesh.num_devices(); ++d) {
     std::vector<int64_t> group = {d};

@@ -38,15 +38,15 @@ std::string Print(const T& value) {
   return os.str();
 }
 
-std::vector<mesh::MeshAxis> AxisIndices(const Mesh& m, const std::vector<std::string>& names) {
+std::vector<mesh::MeshAxis> AxisIndices(const Mesh& m, const AxisList& names) {
   std::vector<mesh::MeshAxis> indices;
   for (const std::string& name : names) indices.push_back(m.AxisIndex(name));
   return indices;
 }
 
-absl::StatusOr<std::vector<std::string>> AxisNames(const Mesh& m, llvm::ArrayRef<int16_t> axes,
-                                                   std::string_view what) {
-  std::vector<std::string> names;
+absl::StatusOr<AxisList> AxisNames(const Mesh& m, llvm::ArrayRef<int16_t> axes,
+                                   std::string_view what) {
+  AxisList names;
   for (int16_t axis : axes) {
     if (axis < 0 || axis >= m.num_axes()) {
       return absl::InvalidArgumentError(absl::StrCat(Absl(what), ": mesh axis ", axis,
@@ -61,7 +61,7 @@ absl::StatusOr<std::vector<std::string>> AxisNames(const Mesh& m, llvm::ArrayRef
 
 // The first reference in `plan` that is not an axis of `m` (a sub-axis), or "".
 std::string FirstNonAxis(const Mesh& m, const Plan& plan) {
-  auto first = [&](const std::vector<std::string>& refs) -> std::string {
+  auto first = [&](const AxisList& refs) -> std::string {
     for (const std::string& ref : refs) {
       if (!m.HasAxis(ref)) return ref;
     }
@@ -142,7 +142,7 @@ absl::StatusOr<DistType> ConvertSharding(const Mesh& m, RankedTensorType global,
     }
   }
   for (size_t i = 0; i < split.size() && static_cast<int64_t>(i) < global.getRank(); ++i) {
-    absl::StatusOr<std::vector<std::string>> names =
+    absl::StatusOr<AxisList> names =
         AxisNames(m, split[i].asArrayRef(), absl::StrCat("split_axes of dimension ", i));
     if (!names.ok()) return names.status();
     type.dims[i].axes = *std::move(names);
@@ -153,8 +153,7 @@ absl::StatusOr<DistType> ConvertSharding(const Mesh& m, RankedTensorType global,
           "partial = ", mesh::stringifyReductionKind(sharding.getPartialType()).str(),
           " is not supported: reshard models pending sums only (partial = sum)"));
     }
-    absl::StatusOr<std::vector<std::string>> names =
-        AxisNames(m, sharding.getPartialAxes(), "partial axes");
+    absl::StatusOr<AxisList> names = AxisNames(m, sharding.getPartialAxes(), "partial axes");
     if (!names.ok()) return names.status();
     type.partial = *std::move(names);
   }
@@ -221,7 +220,7 @@ absl::StatusOr<AxisRefinement> RefinementOf(const Mesh& coarse, const Mesh& fine
   }
   // Each coarse axis is a run of consecutive fine axes whose sizes multiply to its size (one
   // fine axis for a size-1 coarse axis); the run's members are its pieces, major to minor.
-  std::vector<std::string> refs;
+  AxisList refs;
   std::vector<int64_t> fine_sizes;
   int next = 0;
   for (int i = 0; i < coarse.num_axes(); ++i) {

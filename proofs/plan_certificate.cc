@@ -58,7 +58,7 @@ struct Axes {
   int64_t k = 1;  // Group size.
 };
 
-Axes Resolve(const Mesh& mesh, const std::vector<std::string>& names) {
+Axes Resolve(const Mesh& mesh, const AxisList& names) {
   Axes axes;
   for (const std::string& name : names) {
     int a = mesh.AxisIndex(name);
@@ -74,7 +74,7 @@ Axes Resolve(const Mesh& mesh, const std::vector<std::string>& names) {
 }
 
 Axes AllAxes(const Mesh& mesh) {
-  std::vector<std::string> names;
+  AxisList names;
   for (const MeshAxis& a : mesh.axes()) names.push_back(a.name);
   return Resolve(mesh, names);
 }
@@ -764,8 +764,8 @@ absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& so
                                                        s.message()));
       }
     }
-    std::vector<std::string> refs = SubAxisRefs(mesh, source, steps);
-    std::vector<std::string> more = SubAxisRefs(mesh, target);
+    AxisList refs = SubAxisRefs(mesh, source, steps);
+    AxisList more = SubAxisRefs(mesh, target);
     refs.insert(refs.end(), more.begin(), more.end());
     absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
     if (!r.ok()) return r.status();
@@ -821,7 +821,7 @@ absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& so
   }
 
   // Partial axes: Q kept (partial in both), R reduced (partial only in the source).
-  std::vector<std::string> source_partial = PartialInMeshOrder(mesh, source);
+  AxisList source_partial = PartialInMeshOrder(mesh, source);
   std::vector<int> kept, all_partial;
   int64_t reduced_size = 1;
   for (const std::string& axis : source_partial) {

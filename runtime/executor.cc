@@ -138,7 +138,7 @@ Executor::~Executor() {
   MPI_Comm_free(&world_);
 }
 
-MPI_Comm Executor::Communicator(const std::vector<std::string>& axes) {
+MPI_Comm Executor::Communicator(const AxisList& axes) {
   auto it = communicators_.find(axes);
   if (it != communicators_.end()) return it->second;
   // color: which group. Mesh::Group varies exactly the digits `axes` name (whole axes or
@@ -442,7 +442,7 @@ absl::Status Executor::Run(const PreparedPlan& prepared, LocalArray& buffer,
   return absl::OkStatus();
 }
 
-absl::Status Executor::AllReduce(const std::vector<std::string>& axes, LocalArray& buffer) {
+absl::Status Executor::AllReduce(const AxisList& axes, LocalArray& buffer) {
   if (axes.empty()) return absl::OkStatus();
   // The axes must be a valid partial clause: known axes or sub-axes, distinct and not
   // overlapping (overlapping pieces would make Group and GroupSize disagree).

@@ -106,11 +106,11 @@ class Executor {
   // Collective over the groups of `axes` (axes or sub-axes, distinct, not overlapping;
   // InvalidArgument otherwise): replaces `buffer` by the elementwise sum over its group
   // (MPI_Allreduce in place with the element type's sum). Used to check partial results.
-  absl::Status AllReduce(const std::vector<std::string>& axes, LocalArray& buffer);
+  absl::Status AllReduce(const AxisList& axes, LocalArray& buffer);
 
   // The sub-communicator of `axes` (valid axis references of mesh(), sub-axes included; made
   // on first use, collective then). Rank in it = index of this device in its group.
-  MPI_Comm Communicator(const std::vector<std::string>& axes);
+  MPI_Comm Communicator(const AxisList& axes);
 
  private:
   Executor(const Mesh& mesh, MPI_Comm comm, int64_t device);
@@ -121,7 +121,7 @@ class Executor {
   Mesh mesh_;
   MPI_Comm world_ = MPI_COMM_NULL;
   int64_t device_ = 0;
-  std::map<std::vector<std::string>, MPI_Comm> communicators_;
+  std::map<AxisList, MPI_Comm> communicators_;
   MPI_Op half_sum_ = MPI_OP_NULL;
   MPI_Op bfloat16_sum_ = MPI_OP_NULL;
   MemoryTracker tracker_;

@@ -28,7 +28,7 @@
 namespace reshard {
 namespace {
 
-bool Contains(const std::vector<std::string>& list, const std::string& name) {
+bool Contains(const AxisList& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
@@ -54,7 +54,7 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   }
   if (refines) {
     for (int i = 0; i < rank; ++i) {
-      const std::vector<std::string>& t = to.dims[i].axes;
+      const AxisList& t = to.dims[i].axes;
       if (t.size() > s.dims[i].axes.size()) {
         b.Apply(Collective::AllSlice({t.begin() + s.dims[i].axes.size(), t.end()}, i));
       }
@@ -64,7 +64,7 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   // 3. Coarsening (target replicates some tiled axes): all-gather over those subgroups.
   if (coarsens) {
     for (int i = 0; i < rank; ++i) {
-      const std::vector<std::string>& a = s.dims[i].axes;
+      const AxisList& a = s.dims[i].axes;
       if (a.size() > to.dims[i].axes.size()) {
         b.Apply(Collective::AllGather({a.begin() + to.dims[i].axes.size(), a.end()}, i));
       }
@@ -81,14 +81,14 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
       stuck = true;
       const DistType& c = trial.current();
       for (int i = 0; i < rank && stuck; ++i) {
-        const std::vector<std::string>& list = c.dims[i].axes;
+        const AxisList& list = c.dims[i].axes;
         for (size_t len = list.size(); len >= 1 && stuck; --len) {
-          std::vector<std::string> rest(list.begin(), list.end() - len);
-          std::vector<std::string> suffix(list.end() - len, list.end());
+          AxisList rest(list.begin(), list.end() - len);
+          AxisList suffix(list.end() - len, list.end());
           if (!IsPrefix(rest, to.dims[i].axes)) continue;
           for (int j = 0; j < rank && stuck; ++j) {
             if (j == i) continue;
-            std::vector<std::string> grown = c.dims[j].axes;
+            AxisList grown = c.dims[j].axes;
             grown.insert(grown.end(), suffix.begin(), suffix.end());
             if (!IsPrefix(grown, to.dims[j].axes)) continue;
             if (trial.TryApply(Collective::AllToAll(suffix, i, j))) stuck = false;
@@ -103,7 +103,7 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   }
   // 5. "Involuntary full rematerialization": all-gather every dimension, then dynamic-slice.
   for (int i = 0; i < rank; ++i) {
-    const std::vector<std::string>& axes = b.current().dims[i].axes;
+    const AxisList& axes = b.current().dims[i].axes;
     if (!axes.empty()) b.Apply(Collective::AllGather(axes, i));
   }
   for (int i = 0; i < rank; ++i) {
@@ -120,7 +120,7 @@ struct Place {
 
 Place PlaceOf(const DistType& type, const std::string& axis) {
   for (int i = 0; i < type.rank(); ++i) {
-    const std::vector<std::string>& list = type.dims[i].axes;
+    const AxisList& list = type.dims[i].axes;
     auto it = std::find(list.begin(), list.end(), axis);
     if (it != list.end()) return Place{i, static_cast<int>(it - list.begin())};
   }
@@ -151,8 +151,8 @@ class AxisDiff {
 
   AxisDiff(const DistType& current, const DistType& to) : current_(current), to_(to) {
     for (int d = 0; d < current.rank(); ++d) {
-      const std::vector<std::string>& c = current.dims[d].axes;
-      const std::vector<std::string>& t = to.dims[d].axes;
+      const AxisList& c = current.dims[d].axes;
+      const AxisList& t = to.dims[d].axes;
       size_t p = 0;
       while (p < c.size() && p < t.size() && c[p] == t[p]) ++p;
       common_.push_back(p);
@@ -184,7 +184,7 @@ class AxisDiff {
   absl::InlinedVector<size_t, 4> common_;
 };
 
-std::vector<std::string> ToVector(AxisDiff::Axes axes) { return {axes.begin(), axes.end()}; }
+AxisList ToVector(AxisDiff::Axes axes) { return {axes.begin(), axes.end()}; }
 
 // AxisDiff(current, to).Done() without building the diff.
 bool SameAxes(const DistType& current, const DistType& to) {
@@ -200,17 +200,17 @@ bool Divides(int64_t a, int64_t b) { return a % b == 0 || b % a == 0; }
 // that `to` puts right behind the dimension's current axes is reduce_scattered onto it; the
 // rest is all_reduced in one step.
 void ShardyReduce(const Mesh& mesh, const DistType& to, StepBuilder& b) {
-  std::vector<std::string> pending = ToReduce(mesh, b.current(), to);
+  AxisList pending = ToReduce(mesh, b.current(), to);
   for (int d = 0; d < to.rank() && !pending.empty(); ++d) {
-    const std::vector<std::string>& have = b.current().dims[d].axes;
-    const std::vector<std::string>& want = to.dims[d].axes;
+    const AxisList& have = b.current().dims[d].axes;
+    const AxisList& want = to.dims[d].axes;
     if (!IsPrefix(have, want)) continue;
-    std::vector<std::string> run;
+    AxisList run;
     for (size_t k = have.size(); k < want.size() && Contains(pending, want[k]); ++k) {
       run.push_back(want[k]);
     }
     if (run.empty() || !b.TryApply(Collective::ReduceScatter(run, d))) continue;
-    std::erase_if(pending, [&](const std::string& a) { return Contains(run, a); });
+    EraseAxesIf(pending, [&](const std::string& a) { return Contains(run, a); });
   }
   if (!pending.empty()) b.Apply(Collective::AllReduce(pending));
 }
@@ -228,7 +228,7 @@ bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
     const int64_t in = mesh.GroupSize(diff.in(d)), out = mesh.GroupSize(diff.out(d));
     capacity[d] = out / std::gcd(in, out);
   }
-  std::vector<std::vector<std::string>> slicing(rank);
+  std::vector<AxisList> slicing(rank);
   auto take = [&](const std::string& atom, int d) {
     const int64_t size = mesh.AxisSize(atom);
     const int64_t local = next.dims[d].size / mesh.GroupSize(next.dims[d].axes);
@@ -238,7 +238,7 @@ bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
     next.dims[d].axes.push_back(atom);
     return true;
   };
-  std::vector<std::string> leftover;
+  AxisList leftover;
   for (int d = 0; d < rank; ++d) {
     for (const std::string& atom : diff.out(d)) {
       if (AxisUse(next, atom) != kUnused) continue;
@@ -308,8 +308,8 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
   if (!ShardyShouldPermute(mesh, current, diff)) return false;
   const int rank = to.rank();
   std::vector<int64_t> capacity(rank);
-  std::vector<std::vector<std::string>> placed(rank), in(rank), available_in(rank);
-  std::vector<std::string> available_out;
+  std::vector<AxisList> placed(rank), in(rank), available_in(rank);
+  AxisList available_out;
   for (int d = 0; d < rank; ++d) {
     placed[d] = ToVector(diff.prefix(d));
     capacity[d] = mesh.GroupSize(diff.in(d));
@@ -326,7 +326,7 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
     // Axes to gather: those that took the place of wanted axes go to the back of the list,
     // the rest to the front, so step 3 below puts the latter back where they were.
     int64_t used = initial / capacity[d];
-    std::vector<std::string> gather, front;
+    AxisList gather, front;
     for (const std::string& atom : diff.in(d)) {
       if (diff.OutPlace(atom).first >= 0) continue;
       const int64_t size = mesh.AxisSize(atom);
@@ -341,8 +341,8 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
     available_in[d].insert(available_in[d].end(), gather.begin(), gather.end());
   }
   // Shardy's distributeInAxesWithinCapacity: dimension by dimension, take the atoms that fit.
-  auto distribute = [&](int d, std::vector<std::string>& atoms, bool to_front) {
-    std::vector<std::string> taken;
+  auto distribute = [&](int d, AxisList& atoms, bool to_front) {
+    AxisList taken;
     for (auto it = atoms.begin(); it != atoms.end() && capacity[d] > 1;) {
       const int64_t size = mesh.AxisSize(*it);
       if (capacity[d] % size != 0) {
@@ -358,8 +358,8 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
   for (int d = 0; d < rank; ++d) distribute(d, available_out, /*to_front=*/false);
   // The own-dimension pass of the axes to gather, then the others anywhere (both in front).
   for (int d = 0; d < rank; ++d) distribute(d, available_in[d], /*to_front=*/true);
-  std::vector<std::string> rest;
-  for (const std::vector<std::string>& atoms : available_in) {
+  AxisList rest;
+  for (const AxisList& atoms : available_in) {
     rest.insert(rest.end(), atoms.begin(), atoms.end());
   }
   for (int d = 0; d < rank; ++d) distribute(d, rest, /*to_front=*/true);
@@ -394,7 +394,7 @@ bool ShardyAllToAlls(const DistType& to, bool in_order, StepBuilder& b) {
         ++count;
       }
       if (tgt < 0) break;
-      const std::vector<std::string> suffix(in.end() - count, in.end());
+      const AxisList suffix(in.end() - count, in.end());
       const AxisDiff::Axes want = diff.out(tgt);
       if (in_order && !IsPrefix(suffix, want)) break;
       if (!b.TryApply(Collective::AllToAll(suffix, src, tgt))) break;
@@ -472,7 +472,7 @@ Collective ExchangeOnWholeAxes(const Mesh& mesh, const DistType& in, const DistT
       transfer.target = t;
       for (int i = 0; i < rank; ++i) {
         int64_t rest = block[i];
-        const std::vector<std::string>& axes = in.dims[i].axes;
+        const AxisList& axes = in.dims[i].axes;
         for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
           const int index = mesh.WholeAxisIndex(*a);
           const int64_t size = mesh.axes()[index].size;
@@ -510,17 +510,17 @@ namespace internal {
 
 std::vector<Step> GspmdSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
   StepBuilder b(mesh, from);
-  const std::vector<std::string> reduce = ToReduce(mesh, from, to);
+  const AxisList reduce = ToReduce(mesh, from, to);
   if (!reduce.empty()) b.Apply(Collective::AllReduce(reduce));
   GspmdReshard(mesh, to, b);
   std::vector<Step> steps = std::move(b.steps());
   // XLA's ReduceScatterCreator pass: all-reduce followed by a dynamic-slice over the same
   // devices becomes one reduce-scatter.
   if (!reduce.empty() && steps.size() >= 2 && steps[1].op.kind == CollectiveKind::kAllSlice) {
-    std::vector<std::string> sliced = steps[1].op.mesh_axes;
-    std::vector<std::string> sorted = sliced;
+    AxisList sliced = steps[1].op.mesh_axes;
+    AxisList sorted = sliced;
     std::sort(sorted.begin(), sorted.end());
-    std::vector<std::string> reduced = reduce;
+    AxisList reduced = reduce;
     std::sort(reduced.begin(), reduced.end());
     if (sorted == reduced) {
       Step fused{Collective::ReduceScatter(sliced, steps[1].op.dim), steps[1].type};
@@ -540,7 +540,7 @@ std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const Dist
     const std::string& axis = mesh.axes()[a].name;
     Place p = PlaceOf(b.current(), axis);
     if (p.dim < 0 || InPlace(b.current(), to, axis)) continue;
-    const std::vector<std::string>& list = b.current().dims[p.dim].axes;
+    const AxisList& list = b.current().dims[p.dim].axes;
     Place q = PlaceOf(to, axis);
     bool innermost = p.pos + 1 == static_cast<int>(list.size());
     if (innermost && q.dim >= 0 && q.dim != p.dim) continue;
@@ -587,7 +587,7 @@ std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const Dist
       for (const MeshAxis& mesh_axis : mesh.axes()) {
         Place p = PlaceOf(b.current(), mesh_axis.name);
         if (p.dim >= 0 && !InPlace(b.current(), to, mesh_axis.name)) {
-          const std::vector<std::string>& list = b.current().dims[p.dim].axes;
+          const AxisList& list = b.current().dims[p.dim].axes;
           b.Apply(Collective::AllGather({list.begin() + p.pos, list.end()}, p.dim));
           progress = true;
           break;
@@ -624,7 +624,7 @@ int64_t DirectTransferCount(const Mesh& mesh, const DistType& in, const DistType
 
 std::vector<Step> DirectSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
   StepBuilder b(mesh, from);
-  const std::vector<std::string> reduce = ToReduce(mesh, from, to);
+  const AxisList reduce = ToReduce(mesh, from, to);
   if (!reduce.empty()) b.Apply(Collective::AllReduce(reduce));
   if (!(b.current() == to)) {
     b.steps().push_back(Step{DirectExchange(mesh, b.current(), to), to});
@@ -636,7 +636,7 @@ absl::StatusOr<std::vector<Step>> ShardySteps(const Mesh& mesh, const DistType& 
                                               const DistType& to, bool* fell_back,
                                               bool paired_permutes) {
   if (fell_back != nullptr) *fell_back = false;
-  const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
+  const AxisList refs = SubAxisRefs(mesh, from, to);
   if (refs.empty() && HasPrimeAxes(mesh)) {
     // The mesh is its own atoms: the steps name whole axes only, which coarsening would leave
     // as they are.

@@ -332,7 +332,7 @@ class Compact {
   DistType Decode(const CType& c) const {
     DistType type = template_;
     for (int i = 0; i < rank_; ++i) {
-      std::vector<std::string>& axes = type.dims[i].axes;
+      AxisList& axes = type.dims[i].axes;
       axes.clear();
       for (int s = c.begin(i); s < c.end[i]; ++s) axes.push_back(mesh_.axes()[c.ax[s]].name);
     }
@@ -341,8 +341,8 @@ class Compact {
     }
     return type;
   }
-  std::vector<std::string> Names(const uint8_t* ax, int count) const {
-    std::vector<std::string> names;
+  AxisList Names(const uint8_t* ax, int count) const {
+    AxisList names;
     names.reserve(count);
     for (int s = 0; s < count; ++s) names.push_back(mesh_.axes()[ax[s]].name);
     return names;
@@ -355,7 +355,7 @@ class Compact {
       case Kind::kReduceScatter:
         return Collective::ReduceScatter(Names(out.ax + out.end[op.i] - op.len, op.len), op.i);
       case Kind::kAllReduce: {
-        std::vector<std::string> axes;
+        AxisList axes;
         for (int a = 0; a < num_axes_; ++a) {
           if ((in.partial & ~out.partial) & (1u << a)) axes.push_back(mesh_.axes()[a].name);
         }

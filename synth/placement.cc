@@ -33,7 +33,7 @@ namespace {
 // hash map for small meshes).
 constexpr int64_t kWalkDevices = 4096;
 
-bool Contains(const std::vector<std::string>& list, const std::string& name) {
+bool Contains(const AxisList& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
@@ -46,7 +46,7 @@ std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
   std::vector<Role> roles(mesh.num_axes());
   for (int i = 0; i < type.rank(); ++i) {
     int64_t stride = 1;
-    const std::vector<std::string>& axes = type.dims[i].axes;
+    const AxisList& axes = type.dims[i].axes;
     for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
       const int index = mesh.WholeAxisIndex(*a);
       roles[index] = Role{i, stride};
@@ -1134,7 +1134,7 @@ bool MustCross(const Mesh& mesh, const DistType& from, const DistType& to,
   // The stride of `axis` in dimension i of `type` (local size `local` there): `local` times
   // the sizes of the axes after it; 0 when it is not there.
   auto stride_of = [&](const DistType& type, int i, int64_t local) {
-    const std::vector<std::string>& axes = type.dims[i].axes;
+    const AxisList& axes = type.dims[i].axes;
     for (auto at = axes.rbegin(); at != axes.rend(); ++at) {
       if (*at == axis) return local;
       local *= mesh.AxisSize(*at);

@@ -21,7 +21,7 @@ void Put(std::string& key, std::string_view text) {
   key.append(text);
 }
 
-void Put(std::string& key, const std::vector<std::string>& axes) {
+void Put(std::string& key, const AxisList& axes) {
   Put(key, static_cast<int64_t>(axes.size()));
   for (const std::string& axis : axes) Put(key, axis);
 }

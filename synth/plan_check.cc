@@ -33,7 +33,7 @@ std::vector<int64_t> KeyWeights(const Mesh& mesh, const DistType& type) {
   }
   for (int i = type.rank() - 1; i >= 0; --i) {
     int64_t stride = factor;
-    const std::vector<std::string>& axes = type.dims[i].axes;
+    const AxisList& axes = type.dims[i].axes;
     for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
       const int a = mesh.WholeAxisIndex(*it);
       weight[a] = stride;

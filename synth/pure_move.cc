@@ -119,9 +119,8 @@ std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
 
 // The canonical names of atoms `ids` in this order (CanonicalAxisList's form): runs of
 // consecutive atoms of one axis, major to minor, as one piece, the whole axis by its name.
-std::vector<std::string> AtomNames(const Mesh& mesh, const Atoms& atoms,
-                                   absl::Span<const uint8_t> ids) {
-  std::vector<std::string> names;
+AxisList AtomNames(const Mesh& mesh, const Atoms& atoms, absl::Span<const uint8_t> ids) {
+  AxisList names;
   for (size_t begin = 0, end = 0; begin < ids.size(); begin = end) {
     const int axis = atoms.axis[ids[begin]];
     end = begin + 1;
@@ -401,10 +400,10 @@ std::optional<std::vector<Step>> PureMoveSteps(const Mesh& mesh, const DistType&
 
   // The plan: the permute to the best state, then the moves back along its path to `to`.
   auto names = [&](const Lists& lists, int begin, int end) {
-    std::vector<std::string> merged =
+    AxisList merged =
         AtomNames(mesh, *atoms, absl::MakeConstSpan(lists.atoms.data() + begin, end - begin));
 #ifndef NDEBUG
-    std::vector<std::string> each;  // Atom by atom, for typesys to merge.
+    AxisList each;  // Atom by atom, for typesys to merge.
     for (int a = begin; a < end; ++a) {
       each.push_back(AtomNames(mesh, *atoms, absl::MakeConstSpan(&lists.atoms[a], 1))[0]);
     }

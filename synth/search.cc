@@ -34,7 +34,7 @@
 namespace reshard {
 namespace {
 
-bool Contains(const std::vector<std::string>& list, const std::string& name) {
+bool Contains(const AxisList& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
@@ -79,7 +79,7 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   double most = 0;
   for (const internal::SliceSet& set : internal::SliceSets(
            gbps, sizes, eligible, model.Fastest(mesh).gbps, mesh.num_devices(), layers)) {
-    auto digits = [&](const std::vector<std::string>& axes, internal::SliceDigits& out) {
+    auto digits = [&](const AxisList& axes, internal::SliceDigits& out) {
       out.count = 0;
       for (const std::string& axis : axes) {
         const int a = mesh.WholeAxisIndex(axis);
@@ -103,10 +103,9 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
 // `stop()` returns true, extending a tuple only while `visit` returns true for it (with many
 // axes the tuples are exponentially many: the work budget must be able to cut the enumeration
 // short, and tuples that can only lead to more tuples without edges must not be enumerated).
-void ForEachOrderedTuple(const std::vector<std::string>& pool,
-                         const std::function<bool(const std::vector<std::string>&)>& visit,
+void ForEachOrderedTuple(const AxisList& pool, const std::function<bool(const AxisList&)>& visit,
                          const std::function<bool()>& stop) {
-  std::vector<std::string> tuple;
+  AxisList tuple;
   std::vector<bool> used(pool.size(), false);
   std::function<void()> rec = [&]() {
     for (size_t i = 0; i < pool.size() && !stop(); ++i) {
@@ -227,11 +226,11 @@ class Searcher {
   // The middle's bound (MiddleGrowthBound, with its order term when permutes move devices).
   double GrowthBound(const DistType& type, int64_t pieces) {
     if (!permutes_move_) return (*growth_)(pieces);
-    std::vector<std::string> axes, target_axes;
+    AxisList axes, target_axes;
     int64_t unsettled = 1;
     for (int i = 0; i < type.rank(); ++i) {
-      const std::vector<std::string>& have = type.dims[i].axes;
-      const std::vector<std::string>& want = to_.dims[i].axes;
+      const AxisList& have = type.dims[i].axes;
+      const AxisList& want = to_.dims[i].axes;
       size_t common = 0;
       while (common < have.size() && common < want.size() && have[common] == want[common]) {
         ++common;
@@ -323,7 +322,7 @@ class Searcher {
   internal::LowerBoundsTo bounds_to_{mesh_, to_};  // After mesh_ and to_.
   const __int128 pending_unit_ = internal::PendingUnit(mesh_, to_);  // After to_.
   SearchOptions options_;
-  std::vector<std::string> relevant_axes_;
+  AxisList relevant_axes_;
   absl::flat_hash_map<std::string, PermuteClassInfo> classes_;
   PermuteClassInfo partial_class_;
   int64_t settled_ = 0;
@@ -379,7 +378,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s,
   }
 
   std::vector<DistType> members;
-  std::vector<std::string> pool;
+  AxisList pool;
   for (const std::string& axis : relevant_axes_) {
     if (!Contains(s.partial, axis)) pool.push_back(axis);
   }
@@ -448,11 +447,11 @@ std::vector<Edge> Searcher::Neighbors(
     edges.push_back(Edge{std::move(op), std::move(next), member, cost, us, key});
   };
 
-  std::vector<std::string> unused;
+  AxisList unused;
   for (const std::string& axis : relevant_axes_) {
     if (AxisUse(s, axis) == kUnused) unused.push_back(axis);
   }
-  std::vector<std::string> reducible;
+  AxisList reducible;
   for (const std::string& axis : s.partial) {
     if (!Contains(to_.partial, axis)) reducible.push_back(axis);
   }
@@ -460,7 +459,7 @@ std::vector<Edge> Searcher::Neighbors(
   if (options_.allow_all_slice && !unused.empty()) {
     // A tuple whose group size divides no dimension's local size has no edge, and neither has
     // any extension of it (its group size is a multiple).
-    ForEachOrderedTuple(unused, [&](const std::vector<std::string>& axes) {
+    ForEachOrderedTuple(unused, [&](const AxisList& axes) {
       int64_t k = mesh_.GroupSize(axes);
       bool any = false;
       for (int dim = 0; dim < s.rank(); ++dim) {
@@ -474,7 +473,7 @@ std::vector<Edge> Searcher::Neighbors(
     }, [&] { return OverBudget(); });
   }
   if (options_.allow_reduce_scatter && !reducible.empty()) {
-    ForEachOrderedTuple(reducible, [&](const std::vector<std::string>& axes) {
+    ForEachOrderedTuple(reducible, [&](const AxisList& axes) {
       int64_t k = mesh_.GroupSize(axes);
       bool any = false;
       for (int dim = 0; dim < s.rank(); ++dim) {
@@ -482,7 +481,7 @@ std::vector<Edge> Searcher::Neighbors(
         any = true;
         DistType next = s;
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
-        std::erase_if(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+        EraseAxesIf(next.partial, [&](const std::string& a) { return Contains(axes, a); });
         Collective op = Collective::ReduceScatter(axes, dim);
         int64_t cost = UniformCost(s, op);
         add(std::move(op), std::move(next), cost);
@@ -496,21 +495,21 @@ std::vector<Edge> Searcher::Neighbors(
     // axes only subsets of the first 63 are reached before it does.)
     const size_t count = std::min<size_t>(reducible.size(), 63);
     for (uint64_t mask = 1; mask < (uint64_t{1} << count) && !OverBudget(); ++mask) {
-      std::vector<std::string> axes;
+      AxisList axes;
       for (size_t i = 0; i < count; ++i) {
         if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
       }
       DistType next = s;
-      std::erase_if(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+      EraseAxesIf(next.partial, [&](const std::string& a) { return Contains(axes, a); });
       Collective op = Collective::AllReduce(axes);
       int64_t cost = UniformCost(s, op);
       add(std::move(op), std::move(next), cost);
     }
   }
   for (int i = 0; i < s.rank(); ++i) {
-    const std::vector<std::string>& list = s.dims[i].axes;
+    const AxisList& list = s.dims[i].axes;
     for (size_t len = 1; len <= list.size(); ++len) {
-      std::vector<std::string> suffix(list.end() - len, list.end());
+      AxisList suffix(list.end() - len, list.end());
       if (options_.allow_all_gather) {
         DistType next = s;
         next.dims[i].axes.resize(list.size() - len);

@@ -24,9 +24,8 @@
 namespace reshard {
 
 // The partial axes of `from` that `to` drops (reduced on the way), in mesh order.
-inline std::vector<std::string> ToReduce(const Mesh& mesh, const DistType& from,
-                                         const DistType& to) {
-  std::vector<std::string> axes;
+inline AxisList ToReduce(const Mesh& mesh, const DistType& from, const DistType& to) {
+  AxisList axes;
   for (const std::string& axis : PartialInMeshOrder(mesh, from)) {
     if (std::find(to.partial.begin(), to.partial.end(), axis) == to.partial.end()) {
       axes.push_back(axis);

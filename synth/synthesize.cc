@@ -126,7 +126,7 @@ constexpr int kBridgeDepth = 2;
 constexpr size_t kBridgeStates = 512;
 constexpr size_t kBridgeJoins = 64;
 
-bool Contains(const std::vector<std::string>& list, std::string_view name) {
+bool Contains(const AxisList& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
@@ -190,12 +190,11 @@ enum class Placement {
 // place.
 std::optional<std::vector<Append>> PlaceDescent(const Mesh& mesh, const DistType& from,
                                                 const DistType& to, Placement placement,
-                                                const DistType& y,
-                                                const std::vector<std::string>& skip) {
+                                                const DistType& y, const AxisList& skip) {
   DistType current = from;
   std::vector<Append> appends;
   for (int j = 0; j < to.rank(); ++j) {
-    const std::vector<std::string>& axes = to.dims[j].axes;
+    const AxisList& axes = to.dims[j].axes;
     for (size_t k = 0; k < axes.size(); ++k) {
       int use = AxisUse(from, axes[k]);
       if ((use != kUnused && use != kPartial) || Contains(skip, axes[k])) continue;
@@ -233,10 +232,10 @@ std::optional<std::vector<Append>> PlaceDescent(const Mesh& mesh, const DistType
 // `from` by a multiple of the axis size (so the middle can be a permute, e.g.
 // [4{x},4{y}] -> [4,4{x}] permutes to [4{y},4{x}] and gathers y).
 std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, const DistType& to,
-                                       Placement placement, const std::vector<std::string>& skip) {
+                                       Placement placement, const AxisList& skip) {
   DistType y = to;
   for (int i = 0; i < from.rank(); ++i) {
-    const std::vector<std::string>& axes = from.dims[i].axes;
+    const AxisList& axes = from.dims[i].axes;
     for (size_t k = 0; k < axes.size(); ++k) {
       if (AxisUse(to, axes[k]) != kUnused || Contains(skip, axes[k])) continue;
       std::vector<int> preferred;
@@ -267,14 +266,14 @@ std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, c
 // splits nor sums over) is paired with the first unpaired axis of the same size that only
 // `from` splits. The valley then skips both: its middle permutes let the new axis take the
 // old one's place, which saves the gather of a full-size buffer, e.g. [8{x},8] -> [8{y},8].
-std::vector<std::string> Substitutions(const Mesh& mesh, const DistType& from, const DistType& to) {
-  std::vector<std::string> gathered;
+AxisList Substitutions(const Mesh& mesh, const DistType& from, const DistType& to) {
+  AxisList gathered;
   for (const Dim& dim : from.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(to, axis) == kUnused) gathered.push_back(axis);
     }
   }
-  std::vector<std::string> skip;
+  AxisList skip;
   for (const Dim& dim : to.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(from, axis) != kUnused) continue;
@@ -293,9 +292,8 @@ std::vector<std::string> Substitutions(const Mesh& mesh, const DistType& from, c
 
 // The skip sets the descents are placed with, in order: none, then `substitutions` (for
 // Substitutions) where there are any, as the second would otherwise be the first again.
-absl::InlinedVector<const std::vector<std::string>*, 2> SkipSets(
-    const std::vector<std::string>& substitutions) {
-  static const std::vector<std::string>* const kNone = new std::vector<std::string>();
+absl::InlinedVector<const AxisList*, 2> SkipSets(const AxisList& substitutions) {
+  static const AxisList* const kNone = new AxisList();
   if (substitutions.empty()) return {kNone};
   return {kNone, &substitutions};
 }
@@ -308,8 +306,8 @@ absl::InlinedVector<const std::vector<std::string>*, 2> SkipSets(
 // reduce_scatter over y onto dimension 0 and one permute, 15.7 instead of 25.4 µs.
 std::optional<DistType> WithPartialSubstitutions(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
-  std::vector<std::string> dropped = ToReduce(mesh, from, to);
-  std::erase_if(dropped, [&](const std::string& p) { return AxisUse(to, p) != kUnused; });
+  AxisList dropped = ToReduce(mesh, from, to);
+  EraseAxesIf(dropped, [&](const std::string& p) { return AxisUse(to, p) != kUnused; });
   DistType substituted = to;
   bool any = false;
   for (Dim& dim : substituted.dims) {
@@ -347,7 +345,7 @@ std::vector<Append> SlicesFirst(const std::vector<Append>& appends) {
 void EmitDescent(const std::vector<Append>& appends, StepBuilder& builder) {
   for (size_t start = 0; start < appends.size();) {
     size_t end = start;
-    std::vector<std::string> axes;
+    AxisList axes;
     while (end < appends.size() && appends[end].dim == appends[start].dim &&
            appends[end].scatter == appends[start].scatter) {
       axes.push_back(appends[end].axis);
@@ -363,11 +361,10 @@ void EmitDescent(const std::vector<Append>& appends, StepBuilder& builder) {
 // The gathers from the pre-gather type `y` to `to`: one multi-axis all_gather per dimension.
 void EmitAscent(const DistType& to, const DistType& y, StepBuilder& builder) {
   for (int i = 0; i < to.rank(); ++i) {
-    const std::vector<std::string>& axes = y.dims[i].axes;
+    const AxisList& axes = y.dims[i].axes;
     size_t keep = to.dims[i].axes.size();
     if (axes.size() > keep) {
-      builder.Apply(
-          Collective::AllGather(std::vector<std::string>(axes.begin() + keep, axes.end()), i));
+      builder.Apply(Collective::AllGather(AxisList(axes.begin() + keep, axes.end()), i));
     }
   }
 }
@@ -535,7 +532,7 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
       for (int onto = 0; onto < rank && !moved; ++onto) {
         if (have[onto] <= want[onto] || have[onto] % want[onto] != 0) continue;
         const int64_t room = std::gcd(want[from] / have[from], have[onto] / want[onto]);
-        std::vector<std::string>& axes = current.dims[from].axes;
+        AxisList& axes = current.dims[from].axes;
         size_t count = 0;
         int64_t group = 1;
         while (count < axes.size() &&
@@ -544,9 +541,9 @@ std::optional<std::vector<Step>> ShapeMoves(const Mesh& mesh, const DistType& st
           ++count;
         }
         if (group == 1) continue;
-        std::vector<std::string> moving(axes.end() - count, axes.end());
+        AxisList moving(axes.end() - count, axes.end());
         axes.resize(axes.size() - count);
-        std::vector<std::string>& into = current.dims[onto].axes;
+        AxisList& into = current.dims[onto].axes;
         into.insert(into.end(), moving.begin(), moving.end());
         have[from] *= group;
         have[onto] /= group;
@@ -649,7 +646,7 @@ class SuffixMoves {
     StepBuilder builder(mesh_, end_);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const Node& node = nodes_[*it];
-      const std::vector<std::string>& axes = builder.current().dims[node.from].axes;
+      const AxisList& axes = builder.current().dims[node.from].axes;
       builder.Apply(Collective::AllToAll({axes.end() - node.k, axes.end()}, node.from, node.onto));
     }
     return std::move(builder.steps());
@@ -707,7 +704,7 @@ class SuffixMoves {
   // The group cost (CostModel::Group) of the axes in `mask`, remembered.
   AxisCost GroupCost(uint32_t mask) {
     if (auto it = group_cost_.find(mask); it != group_cost_.end()) return it->second;
-    std::vector<std::string> axes;
+    AxisList axes;
     for (int n = 0; n < num_axes_; ++n) {
       if (mask & (1u << n)) axes.push_back(*names_[n]);
     }
@@ -897,7 +894,7 @@ bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
 }
 
 // Whether `list` ends with the axes of `appends`, in their order.
-bool EndsWithAxes(const std::vector<std::string>& list, const std::vector<Append>& appends) {
+bool EndsWithAxes(const AxisList& list, const std::vector<Append>& appends) {
   return appends.size() <= list.size() &&
          std::equal(appends.begin(), appends.end(),
                     list.end() - static_cast<std::ptrdiff_t>(appends.size()),
@@ -909,7 +906,7 @@ DistType Bottom(const DistType& from, const std::vector<Append>& descent) {
   DistType x = from;
   for (const Append& a : descent) {
     x.dims[a.dim].axes.push_back(a.axis);
-    if (a.scatter) std::erase(x.partial, a.axis);
+    if (a.scatter) EraseAxis(x.partial, a.axis);
   }
   return x;
 }
@@ -1053,8 +1050,8 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
     EmitDescent(model != nullptr && !model->UniformOn(mesh) ? FastScattersFirst(*model, c.descent)
                                                             : c.descent,
                 builder);
-    std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
-    std::erase_if(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
+    AxisList reduce = ToReduce(mesh, builder.current(), to);
+    EraseAxesIf(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
     c.down =
         &halves.downs.emplace_back(ValleyHalves::Down{&c, Half(mesh, from, builder, model)}).half;
@@ -1219,8 +1216,8 @@ std::vector<Step> JoinValley(const Candidate& c, std::vector<Step> middle) {
 // 412 instead of 686 µs and 864 instead of 1512 MiB received; y=8,z=4,w=2:
 // [768,3072,192{y}] -> [768{y},3072,192{w}] slices z, runs its two all_to_alls on a quarter of
 // the data and gathers z back: 1346 instead of 1708 µs.
-std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, const DistType& to) {
-  std::vector<std::string> helpers;
+AxisList HelperAxes(const Mesh& mesh, const DistType& from, const DistType& to) {
+  AxisList helpers;
   for (const MeshAxis& axis : mesh.axes()) {
     if (axis.size > 1 && AxisUse(from, axis.name) == kUnused && AxisUse(to, axis.name) == kUnused) {
       helpers.push_back(axis.name);
@@ -1239,7 +1236,7 @@ std::vector<std::string> HelperAxes(const Mesh& mesh, const DistType& from, cons
 // and y onto dimension 2, scatters z there, permutes and gathers x from dimension 0 (41.5
 // instead of 51.0 µs). `only`: of those, just this (slice, gather) pair.
 std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const Candidate& c,
-                                   const std::vector<std::string>& helpers, bool others,
+                                   const AxisList& helpers, bool others,
                                    std::optional<std::pair<int, int>> only = std::nullopt) {
   if (!c.late.empty()) return {};  // Its late slices would follow the helpers.
   const int64_t group = mesh.GroupSize(helpers);
@@ -1259,7 +1256,7 @@ std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const
     for (const std::string& axis : helpers) out.descent.push_back(Append{axis, slice, false});
     out.descent.insert(out.descent.end(), c.descent.begin(), c.descent.end());
     out.y = c.y;
-    std::vector<std::string>& axes = out.y.dims[gather].axes;
+    AxisList& axes = out.y.dims[gather].axes;
     axes.insert(axes.end(), helpers.begin(), helpers.end());
     return out;
   };
@@ -1319,7 +1316,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
   c.y = to;
   std::optional<DistType> x;  // After the early slices and scatters.
   for (int j = 0; j < to.rank(); ++j) {
-    std::vector<std::string>& axes = c.y.dims[j].axes;
+    AxisList& axes = c.y.dims[j].axes;
     size_t first_late = axes.size();
     while (first_late > 0 && added(axes[first_late - 1])) --first_late;
     for (size_t k = 0; k < first_late; ++k) {
@@ -1329,7 +1326,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
       if (!dim) return std::nullopt;
       const bool scatter = AxisUse(from, axes[k]) == kPartial;
       x->dims[*dim].axes.push_back(axes[k]);
-      if (scatter) std::erase(x->partial, axes[k]);
+      if (scatter) EraseAxis(x->partial, axes[k]);
       c.descent.push_back(Append{axes[k], *dim, scatter});
     }
     for (size_t k = first_late; k < axes.size(); ++k) {
@@ -1358,7 +1355,7 @@ std::optional<Candidate> LateSlicesFirst(const DistType& from, const Candidate& 
   Candidate out = c;
   std::vector<bool> early(c.late.size(), false);
   for (int j = 0; j < from.rank(); ++j) {
-    std::vector<std::string> x = from.dims[j].axes;  // x's axes there.
+    AxisList x = from.dims[j].axes;  // x's axes there.
     for (const Append& a : c.descent) {
       if (a.dim == j) x.push_back(a.axis);
     }
@@ -1485,7 +1482,7 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
         // Where the ascent gathers the moved axes back from the end of d (a reduction split
         // around the middle), they can be gathered from e instead, with no middle to move
         // them.
-        const std::vector<std::string>& y_d = c.y.dims[d].axes;
+        const AxisList& y_d = c.y.dims[d].axes;
         if (order == &tail && EndsWithAxes(y_d, tail) &&
             y_d.size() - tail.size() >= to.dims[d].axes.size()) {
           Candidate gathered = moved;
@@ -1505,7 +1502,7 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
         for (const Append& a : rest) {
           if (a.dim == e) own.push_back(a);
         }
-        const std::vector<std::string>& want = to.dims[e].axes;
+        const AxisList& want = to.dims[e].axes;
         if (own.empty() || c.y.dims[e].axes != want || !EndsWithAxes(want, own)) continue;
         Candidate late;
         late.built_middle = true;
@@ -1536,10 +1533,10 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
 // dimension 0 needed a permute (10 585 µs with the gather first).
 std::vector<Candidate> GathersElsewhere(const Mesh& mesh, const DistType& to, const Candidate& c) {
   if (!c.late.empty()) return {};
-  std::vector<std::string> gathered;
+  AxisList gathered;
   for (int i = 0; i < to.rank(); ++i) {
-    const std::vector<std::string>& want = to.dims[i].axes;
-    const std::vector<std::string>& have = c.y.dims[i].axes;
+    const AxisList& want = to.dims[i].axes;
+    const AxisList& have = c.y.dims[i].axes;
     if (have.size() < want.size() || !std::equal(want.begin(), want.end(), have.begin())) {
       return {};
     }
@@ -1552,7 +1549,7 @@ std::vector<Candidate> GathersElsewhere(const Mesh& mesh, const DistType& to, co
     Candidate moved = c;
     moved.y = to;
     moved.y.partial = c.y.partial;
-    std::vector<std::string>& axes = moved.y.dims[dim].axes;
+    AxisList& axes = moved.y.dims[dim].axes;
     axes.insert(axes.end(), gathered.begin(), gathered.end());
     if (moved.y != c.y && Validate(mesh, moved.y).ok()) out.push_back(std::move(moved));
   }
@@ -1585,13 +1582,12 @@ std::optional<Candidate> GatherFirst(const Mesh& mesh, const DistType& from, con
   if (PartialInMeshOrder(mesh, from) != PartialInMeshOrder(mesh, to)) return std::nullopt;
   Candidate c;
   for (int i = 0; i < from.rank(); ++i) {
-    const std::vector<std::string>& axes = from.dims[i].axes;
+    const AxisList& axes = from.dims[i].axes;
     size_t first = axes.size();
     while (first > 0 && AxisUse(to, axes[first - 1]) == kUnused) --first;
     if (first == axes.size()) continue;
     c.first.push_back(Collective::AllGather(
-        std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
-        i));
+        AxisList(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()), i));
   }
   if (c.first.empty()) return std::nullopt;
   int64_t group = 1;
@@ -1623,7 +1619,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
   // building x.)
   if (!c.late.empty() || from.partial.empty()) return {};
   const DistType x = Bottom(from, c.descent);
-  const std::vector<std::string> reduce = ToReduce(mesh, x, to);
+  const AxisList reduce = ToReduce(mesh, x, to);
   if (reduce.empty()) return {};
   const int64_t group = mesh.GroupSize(reduce);
   if (group == 1) return {};
@@ -1715,7 +1711,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
 // reduction to scatter or divisibility leaves no such descent.
 std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistType& from,
                                                   const DistType& to, const DistType& y) {
-  std::vector<std::string> reduce = ToReduce(mesh, from, to);
+  AxisList reduce = ToReduce(mesh, from, to);
   if (reduce.empty()) return std::nullopt;
   std::vector<int64_t> shrink = LocalShape(mesh, from);
   const std::vector<int64_t> want = LocalShape(mesh, y);
@@ -1733,11 +1729,11 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   };
   bool scattered = false;
   for (int d = 0; d < y.rank(); ++d) {
-    const std::vector<std::string>& axes = y.dims[d].axes;
+    const AxisList& axes = y.dims[d].axes;
     for (size_t k = axes.size(); k-- > 0;) {
       if (!Contains(reduce, axes[k]) || !take(axes[k], d)) break;
       tail[d].insert(tail[d].begin(), Append{axes[k], d, true});
-      std::erase(reduce, axes[k]);
+      EraseAxis(reduce, axes[k]);
       scattered = true;
     }
   }
@@ -1754,7 +1750,7 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   }
   if (!scattered) return std::nullopt;
   // y's axes `from` does not use, each sliced once where a shrink is left (y's dimension first).
-  std::vector<std::string> unused;
+  AxisList unused;
   for (const Dim& dim : y.dims) {
     for (const std::string& axis : dim.axes) {
       if (AxisUse(from, axis) == kUnused) unused.push_back(axis);
@@ -1765,7 +1761,7 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
       for (const std::string& axis : y.dims[(d + e) % y.rank()].axes) {
         if (!Contains(unused, axis) || !take(axis, d)) continue;
         lead[d].push_back(Append{axis, d, false});
-        std::erase(unused, axis);
+        EraseAxis(unused, axis);
       }
     }
     if (shrink[d] != 1) return std::nullopt;
@@ -1839,9 +1835,9 @@ std::vector<Candidate> PlacedCandidates(const Mesh& mesh, const DistType& from,
     candidates.push_back(std::move(c));
   };
   std::vector<DistType> plain_pre_gathers;  // Those of the empty skip set.
-  const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
-  for (const std::vector<std::string>* skips : SkipSets(substitutions)) {
-    const std::vector<std::string>& skip = *skips;
+  const AxisList substitutions = Substitutions(mesh, from, to);
+  for (const AxisList* skips : SkipSets(substitutions)) {
+    const AxisList& skip = *skips;
     std::vector<DistType> pre_gathers;
     for (Placement placement : {Placement::kFollow, Placement::kDirect, Placement::kShape}) {
       std::optional<DistType> y = PlacePreGather(mesh, from, to, placement, skip);
@@ -1878,7 +1874,7 @@ std::vector<Candidate> PlacedCandidates(const Mesh& mesh, const DistType& from,
     if (early) candidates.push_back(*std::move(early));
   }
   // Each candidate again with the helper axes sliced first, when there is a reduction.
-  const std::vector<std::string> helpers = HelperAxes(mesh, from, to);
+  const AxisList helpers = HelperAxes(mesh, from, to);
   const size_t plain = candidates.size();
   for (size_t i = 0; !helpers.empty() && i < plain; ++i) {
     for (Candidate& c : WithHelpers(mesh, from, candidates[i], helpers, false)) {
@@ -2177,7 +2173,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   return steps;
 }
 
-bool IsPrefix(const std::vector<std::string>& prefix, const std::vector<std::string>& list) {
+bool IsPrefix(const AxisList& prefix, const AxisList& list) {
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
 
@@ -2191,14 +2187,14 @@ bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder, boo
     const DistType& c = builder.current();
     bool moved = false;
     for (int i = 0; i < c.rank() && !moved; ++i) {
-      const std::vector<std::string>& list = c.dims[i].axes;
+      const AxisList& list = c.dims[i].axes;
       for (size_t len = list.size(); len >= 1 && !moved; --len) {
-        const std::vector<std::string> rest(list.begin(), list.end() - len);
+        const AxisList rest(list.begin(), list.end() - len);
         if (!loose && !IsPrefix(rest, y.dims[i].axes)) continue;
-        const std::vector<std::string> suffix(list.end() - len, list.end());
+        const AxisList suffix(list.end() - len, list.end());
         for (int j = 0; j < c.rank() && !moved; ++j) {
           if (j == i) continue;
-          std::vector<std::string> grown = c.dims[j].axes;
+          AxisList grown = c.dims[j].axes;
           grown.insert(grown.end(), suffix.begin(), suffix.end());
           if (!IsPrefix(grown, y.dims[j].axes)) continue;
           if (LocalDimSize(mesh, c.dims[j]) % mesh.GroupSize(suffix) != 0) continue;
@@ -2221,9 +2217,9 @@ bool GreedyMiddle(const Mesh& mesh, const DistType& y, StepBuilder& builder, boo
 std::optional<std::vector<Step>> PlacedFastPath(const Mesh& mesh, const DistType& from,
                                                 const DistType& to,
                                                 const internal::LowerBounds& bounds) {
-  const std::vector<std::string> substitutions = Substitutions(mesh, from, to);
-  for (const std::vector<std::string>* skips : SkipSets(substitutions)) {
-    const std::vector<std::string>& skip = *skips;
+  const AxisList substitutions = Substitutions(mesh, from, to);
+  for (const AxisList* skips : SkipSets(substitutions)) {
+    const AxisList& skip = *skips;
     std::optional<DistType> y = PlacePreGather(mesh, from, to, Placement::kFollow, skip);
     if (!y) continue;
     std::optional<std::vector<Append>> appends =
@@ -2231,7 +2227,7 @@ std::optional<std::vector<Step>> PlacedFastPath(const Mesh& mesh, const DistType
     if (!appends) continue;
     StepBuilder builder(mesh, from);
     EmitDescent(*appends, builder);
-    const std::vector<std::string> reduce = ToReduce(mesh, builder.current(), to);
+    const AxisList reduce = ToReduce(mesh, builder.current(), to);
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
     if (LocalBytes(mesh, builder.current()) != LocalBytes(mesh, *y)) continue;
     if (!GreedyMiddle(mesh, *y, builder)) continue;
@@ -2293,18 +2289,18 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   const int64_t bound = MemoryBoundBytes(mesh, from, to);
   std::vector<size_t> keep(from.rank());
   for (int i = 0; i < from.rank(); ++i) {
-    const std::vector<std::string>& have = from.dims[i].axes;
-    const std::vector<std::string>& want = to.dims[i].axes;
+    const AxisList& have = from.dims[i].axes;
+    const AxisList& want = to.dims[i].axes;
     while (keep[i] < have.size() && keep[i] < want.size() && have[keep[i]] == want[keep[i]]) {
       ++keep[i];
     }
   }
   StepBuilder builder(mesh, from);
   // Appends `axes` to dimension i: slices, and reduce_scatters for the pending sums.
-  auto slice = [&](int i, const std::vector<std::string>& axes) {
+  auto slice = [&](int i, const AxisList& axes) {
     for (size_t k = 0; k < axes.size();) {
       const bool partial = AxisUse(builder.current(), axes[k]) == kPartial;
-      std::vector<std::string> run;
+      AxisList run;
       while (k < axes.size() && (AxisUse(builder.current(), axes[k]) == kPartial) == partial) {
         run.push_back(axes[k++]);
       }
@@ -2317,7 +2313,7 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   };
   for (int i = 0; i < from.rank(); ++i) {  // Appends to dimensions that keep everything.
     if (keep[i] < from.dims[i].axes.size()) continue;
-    std::vector<std::string> axes;
+    AxisList axes;
     for (size_t k = keep[i]; k < to.dims[i].axes.size(); ++k) {
       if (AxisUse(from, to.dims[i].axes[k]) != kUnused) break;
       axes.push_back(to.dims[i].axes[k]);
@@ -2327,12 +2323,12 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   // A gather that would exceed the bound may first park the most minor of its axes in a
   // dimension already as `to` has it (an all_to_all), and gather them there last.
   int parked_dim = -1;
-  std::vector<std::string> parked;
+  AxisList parked;
   auto fits = [&](const DistType& type) { return LocalBytes(mesh, type) <= bound; };
   for (int i = 0; i < from.rank(); ++i) {
-    const std::vector<std::string>& have = from.dims[i].axes;
+    const AxisList& have = from.dims[i].axes;
     if (keep[i] == have.size()) continue;
-    std::vector<std::string> axes(have.begin() + static_cast<std::ptrdiff_t>(keep[i]), have.end());
+    AxisList axes(have.begin() + static_cast<std::ptrdiff_t>(keep[i]), have.end());
     Collective gather = Collective::AllGather(axes, i);
     absl::StatusOr<DistType> gathered = ApplyRule(mesh, builder.current(), gather);
     if (!gathered.ok()) return std::nullopt;
@@ -2342,9 +2338,9 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
     }
     if (parked_dim >= 0) return std::nullopt;  // One dimension parks at most.
     for (size_t p = 1; p < axes.size() && parked_dim < 0; ++p) {
-      std::vector<std::string> minor(axes.end() - static_cast<std::ptrdiff_t>(p), axes.end());
+      AxisList minor(axes.end() - static_cast<std::ptrdiff_t>(p), axes.end());
       Collective rest = Collective::AllGather(
-          std::vector<std::string>(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(p)), i);
+          AxisList(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(p)), i);
       for (int j = 0; j < from.rank() && parked_dim < 0; ++j) {
         if (j == i || builder.current().dims[j].axes != to.dims[j].axes) continue;
         Collective park = Collective::AllToAll(minor, i, j);
@@ -2362,11 +2358,10 @@ std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistTyp
   }
   for (int i = 0; i < to.rank(); ++i) {
     if (i == parked_dim) continue;
-    const std::vector<std::string>& want = to.dims[i].axes;
+    const AxisList& want = to.dims[i].axes;
     const size_t present = builder.current().dims[i].axes.size();
     if (present > want.size() ||
-        !slice(i, std::vector<std::string>(want.begin() + static_cast<std::ptrdiff_t>(present),
-                                           want.end()))) {
+        !slice(i, AxisList(want.begin() + static_cast<std::ptrdiff_t>(present), want.end()))) {
       return std::nullopt;
     }
   }
@@ -2395,7 +2390,7 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
   for (int i = 0; i < from.rank(); ++i) {
     if (!IsPrefix(to.dims[i].axes, from.dims[i].axes)) return std::nullopt;
   }
-  std::vector<std::string> unused;
+  AxisList unused;
   for (const MeshAxis& axis : mesh.axes()) {
     if (axis.size > 1 && AxisUse(from, axis.name) == kUnused) unused.push_back(axis.name);
   }
@@ -2405,9 +2400,9 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
   };
   DistType relabeled = from;
   for (int i = 0; i < from.rank(); ++i) {
-    const std::vector<std::string>& have = from.dims[i].axes;
+    const AxisList& have = from.dims[i].axes;
     const size_t kept = to.dims[i].axes.size();
-    std::vector<std::string> substitutes, slow;
+    AxisList substitutes, slow;
     for (size_t k = kept; k < have.size(); ++k) {
       auto u = std::find_if(unused.begin(), unused.end(), [&](const std::string& name) {
         return mesh.AxisSize(name) == mesh.AxisSize(have[k]) && faster(name, have[k]);
@@ -2420,7 +2415,7 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
       }
     }
     if (substitutes.empty()) continue;
-    std::vector<std::string>& axes = relabeled.dims[i].axes;
+    AxisList& axes = relabeled.dims[i].axes;
     axes.resize(kept);
     axes.insert(axes.end(), substitutes.begin(), substitutes.end());
     axes.insert(axes.end(), slow.begin(), slow.end());
@@ -2465,7 +2460,7 @@ std::vector<std::vector<Step>> GatherSuffixesThenPermute(const Mesh& mesh, const
   for (int i = 0; i < from.rank(); ++i) {
     if (want[i] % have[i] != 0) return {};
     const int64_t factor = want[i] / have[i];
-    const std::vector<std::string>& axes = from.dims[i].axes;
+    const AxisList& axes = from.dims[i].axes;
     int64_t group = 1;
     lengths[i].push_back(0);
     if (factor == 1) whole[i] = 0;
@@ -2483,16 +2478,15 @@ std::vector<std::vector<Step>> GatherSuffixesThenPermute(const Mesh& mesh, const
     StepBuilder builder(mesh, from);
     DistType y = to;  // `to` with the rest of each factor still split.
     for (int i = 0; i < from.rank(); ++i) {
-      const std::vector<std::string>& axes = from.dims[i].axes;
+      const AxisList& axes = from.dims[i].axes;
       const size_t first = axes.size() - length[i];
       if (length[i] > 0) {
         builder.Apply(Collective::AllGather(
-            std::vector<std::string>(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()),
-            i));
+            AxisList(axes.begin() + static_cast<std::ptrdiff_t>(first), axes.end()), i));
       }
       int64_t rest = want[i] / LocalDimSize(mesh, builder.current().dims[i]);
       // The most minor axes left in this dimension that `to` does not use, major first.
-      std::vector<std::string> left;
+      AxisList left;
       for (size_t k = first; k-- > 0 && rest > 1;) {
         if (AxisUse(to, axes[k]) != kUnused) continue;
         const int64_t size = mesh.AxisSize(axes[k]);
@@ -2690,7 +2684,7 @@ absl::StatusOr<std::vector<Step>> NormalSteps(
 
 std::vector<Step> NaiveSteps(const Mesh& mesh, const DistType& from, const DistType& to) {
   StepBuilder builder(mesh, from);
-  const std::vector<std::string> reduce = ToReduce(mesh, from, to);
+  const AxisList reduce = ToReduce(mesh, from, to);
   if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
   for (int i = 0; i < from.rank(); ++i) {
     if (!from.dims[i].axes.empty()) builder.Apply(Collective::AllGather(from.dims[i].axes, i));
@@ -2782,9 +2776,8 @@ void AppendPermute(const Mesh& mesh, const DistType& from, const Step& step,
 // x=4,y=2, [96,96{x}] -> [96{y,x},96] slices y, then gathers x:(2)2, all_to_alls x:(1)2 and
 // slices x:(2)2 (10.1 instead of 15.0 µs). Permutes it adds are unpaired (UnpairedPermute).
 void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& current,
-                   const Step& step, const Step* next,
-                   const std::vector<std::vector<std::string>>& pieces, const CostModel& model,
-                   int64_t max_local_bytes, std::vector<Step>& out) {
+                   const Step& step, const Step* next, const std::vector<AxisList>& pieces,
+                   const CostModel& model, int64_t max_local_bytes, std::vector<Step>& out) {
   const int losing = static_cast<int>(step.op.dim);
   const int gaining = static_cast<int>(step.op.split_dim);
   const bool after_permute =
@@ -2806,9 +2799,9 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   // types.
   // The atoms of pieces [0, t) and of pieces [t, m).
   auto split_at = [&](size_t t) {
-    std::pair<std::vector<std::string>, std::vector<std::string>> parts;
+    std::pair<AxisList, AxisList> parts;
     for (size_t p = 0; p < pieces.size(); ++p) {
-      std::vector<std::string>& part = p < t ? parts.first : parts.second;
+      AxisList& part = p < t ? parts.first : parts.second;
       part.insert(part.end(), pieces[p].begin(), pieces[p].end());
     }
     return parts;
@@ -2838,7 +2831,7 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
     // fastest link: most all_to_alls (bandwidth-bound) are settled here without building one.
     const AxisCost fastest = model.Fastest(mesh);
     double floor_us = fastest.alpha_us + fastest.TransferUs(bytes);
-    for (const std::vector<std::string>& piece : pieces) {
+    for (const AxisList& piece : pieces) {
       floor_us += group_us(CollectiveKind::kAllToAll, piece, bytes);
     }
     try_permutes = floor_us < kept_us;
@@ -2878,13 +2871,13 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
 
   // Permute first: the suffix [P1 .. Pm] of the losing dimension becomes [Pm .. P1].
   DistType reordered = current;
-  std::vector<std::string>& axes = reordered.dims[losing].axes;
+  AxisList& axes = reordered.dims[losing].axes;
   axes.resize(axes.size() - step.op.mesh_axes.size());
   for (size_t p = pieces.size(); p-- > 0;) {
     axes.insert(axes.end(), pieces[p].begin(), pieces[p].end());
   }
   StepBuilder first(mesh, reordered);
-  for (const std::vector<std::string>& piece : pieces) {
+  for (const AxisList& piece : pieces) {
     first.Apply(Collective::AllToAll(piece, losing, gaining));
   }
   RESHARD_CHECK(first.current() == step.type)
@@ -2940,14 +2933,14 @@ std::optional<std::vector<Step>> WithGatherHelpers(const Mesh& mesh, const DistT
                                                    const std::vector<Step>& gathers,
                                                    const CostModel& model) {
   const int gather_dim = static_cast<int>(gathers.front().op.dim);
-  std::vector<std::string> unused;  // In mesh order.
+  AxisList unused;  // In mesh order.
   for (const MeshAxis& axis : mesh.axes()) {
     if (axis.size > 1 && AxisUse(in, axis.name) == kUnused) unused.push_back(axis.name);
   }
   // The chain with the helpers `chosen` marks in `unused`, or nullopt when no dimension but
   // the gathers' takes their group.
   auto build = [&](const std::vector<bool>& chosen) -> std::optional<std::vector<Step>> {
-    std::vector<std::string> helpers;
+    AxisList helpers;
     for (size_t u = 0; u < unused.size(); ++u) {
       if (chosen[u]) helpers.push_back(unused[u]);
     }
@@ -3032,7 +3025,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
   for (size_t index = 0; index < steps.size(); ++index) {
     const Step& step = steps[index];
     const Collective& op = step.op;
-    const std::vector<std::string>& axes = op.mesh_axes;
+    const AxisList& axes = op.mesh_axes;
     const bool splittable = ChainsWhenGrouped(op.kind) && axes.size() > 1;
     if (!splittable) {
       if (op.kind == CollectiveKind::kCollectivePermute && !light) {
@@ -3048,8 +3041,8 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     // The pieces of the chain, major to minor: one per atom of size > 1, each atom of size 1
     // riding with the next one (or, at the end, the previous one), as a step over it alone
     // would exchange nothing.
-    std::vector<std::vector<std::string>> pieces;
-    std::vector<std::string> riding;
+    std::vector<AxisList> pieces;
+    AxisList riding;
     for (const std::string& axis : axes) {
       riding.push_back(axis);
       if (mesh.AxisSize(axis) > 1) {
@@ -3097,7 +3090,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
         }
       }
       if (one_group && scattered < pieces.size()) {
-        std::vector<std::string> rest;
+        AxisList rest;
         for (size_t p = scattered; p < pieces.size(); ++p) {
           rest.insert(rest.end(), pieces[p].begin(), pieces[p].end());
         }
@@ -3265,7 +3258,7 @@ bool IsMemoryBounded(Strategy strategy) {
 }
 
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
-  std::vector<std::string> names;
+  AxisList names;
   for (Strategy s : kStrategies) {
     if (name == StrategyName(s)) return s;
     names.emplace_back(StrategyName(s));
@@ -3279,7 +3272,7 @@ std::string_view ObjectiveName(Objective objective) {
 }
 
 absl::StatusOr<Objective> ParseObjective(std::string_view name) {
-  std::vector<std::string> names;
+  AxisList names;
   for (Objective o : {Objective::kModeledTime, Objective::kBytes}) {
     if (name == ObjectiveName(o)) return o;
     names.emplace_back(ObjectiveName(o));
@@ -3574,7 +3567,7 @@ absl::StatusOr<Plan> SynthesizeUnchecked(const Mesh& mesh, const DistType& from,
     if (!plan.ok() || !split_groups) return plan;
     return absl::StatusOr<Plan>(SplitGroupCollectives(finest, *std::move(plan), options, rival));
   };
-  const std::vector<std::string> refs = SubAxisRefs(mesh, from, to);
+  const AxisList refs = SubAxisRefs(mesh, from, to);
   const bool split = options.sub_axes && SplitsAxes(options.strategy);
   if (refs.empty() && !split) {
     if (!split_groups) return SynthesizeWholeAxes(mesh, from, to, options);
@@ -3696,8 +3689,8 @@ bool IsSizeOne(const Mesh& mesh, const std::string& axis) {
 // `type` without its size-1 axes: in its dimensions, and in its partial list unless
 // `keep_partial` (a permute must keep those).
 DistType WithoutSizeOne(const Mesh& mesh, DistType type, bool keep_partial = false) {
-  auto drop = [&](std::vector<std::string>& axes) {
-    std::erase_if(axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
+  auto drop = [&](AxisList& axes) {
+    EraseAxesIf(axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
   };
   for (Dim& dim : type.dims) drop(dim.axes);
   if (!keep_partial) drop(type.partial);
@@ -3729,11 +3722,9 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
 // `absorb` accepts. Walks `dim_axes` from its minor end, matching each axis to the pieces whose
 // sizes multiply to its own; stops at an axis the pieces only partly cover (they are sub-axes
 // of it). ApplyRule judges the result: where the pieces do not line up with the axes, it fails.
-std::vector<std::string> WithSizeOneInSuffix(const Mesh& mesh,
-                                             const std::vector<std::string>& dim_axes,
-                                             const std::vector<std::string>& pieces,
-                                             absl::FunctionRef<bool(const std::string&)> absorb) {
-  std::vector<std::string> reversed;
+AxisList WithSizeOneInSuffix(const Mesh& mesh, const AxisList& dim_axes, const AxisList& pieces,
+                             absl::FunctionRef<bool(const std::string&)> absorb) {
+  AxisList reversed;
   size_t next = pieces.size();  // Pieces [0, next) are not matched yet.
   for (size_t a = dim_axes.size(); a > 0; --a) {
     const std::string& axis = dim_axes[a - 1];
@@ -3762,10 +3753,9 @@ std::vector<std::string> WithSizeOneInSuffix(const Mesh& mesh,
 // a prefix of `to`'s in digits (size-1 axes aside; pieces may be sub-axes of an axis `to`
 // names whole), and only axes `current` does not use, or, when the step reduces (`reduces`),
 // only axes it sums over. With no pieces: the size-1 axes that can be appended now.
-std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& current,
-                                           const DistType& to, int dim,
-                                           const std::vector<std::string>& pieces, bool reduces) {
-  const std::vector<std::string>& target = to.dims[dim].axes;
+AxisList WithTargetSizeOne(const Mesh& mesh, const DistType& current, const DistType& to, int dim,
+                           const AxisList& pieces, bool reduces) {
+  const AxisList& target = to.dims[dim].axes;
   std::vector<const std::string*> sized;  // current's dimension, size-1 axes aside, then pieces.
   for (const std::string& axis : current.dims[dim].axes) {
     if (!IsSizeOne(mesh, axis)) sized.push_back(&axis);
@@ -3809,7 +3799,7 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
   const size_t end = sized.empty() ? after(0)
                      : complete    ? after(owner.back() + 1)
                                    : owner.back() + 1;
-  std::vector<std::string> out;
+  AxisList out;
   size_t next_piece = have;
   for (size_t position = begin; position < end; ++position) {
     const std::string& axis = target[position];
@@ -3842,7 +3832,7 @@ std::vector<std::string> WithTargetSizeOne(const Mesh& mesh, const DistType& cur
 // Nothing when no form fits: the caller then synthesizes on `mesh` itself.
 std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const std::vector<Step>& steps) {
-  std::vector<std::string> all_dropped;  // Partial size-1 axes of `from` that `to` drops.
+  AxisList all_dropped;  // Partial size-1 axes of `from` that `to` drops.
   for (const std::string& axis : from.partial) {
     if (IsSizeOne(mesh, axis) && AxisUse(to, axis) != kPartial) all_dropped.push_back(axis);
   }
@@ -3858,20 +3848,20 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
     std::vector<Step> lifted;
     if (start != from) lifted.push_back(Step{Collective::Permute({}), start});
     DistType current = start;
-    std::vector<std::string> dropped = all_dropped;  // Those not reduced yet.
+    AxisList dropped = all_dropped;  // Those not reduced yet.
     auto apply = [&](Collective op) {
       absl::StatusOr<DistType> out = ApplyRule(mesh, current, op);
       if (!out.ok()) return false;
       current = *std::move(out);
-      std::erase_if(dropped,
-                    [&](const std::string& axis) { return AxisUse(current, axis) != kPartial; });
+      EraseAxesIf(dropped,
+                  [&](const std::string& axis) { return AxisUse(current, axis) != kPartial; });
       lifted.push_back(Step{std::move(op), current});
       return true;
     };
     // Scattered where `to` wants them next in a dimension, the rest all_reduced.
     auto reduce_dropped = [&]() {
       for (int i = 0; i < current.rank() && !dropped.empty(); ++i) {
-        std::vector<std::string> axes = WithTargetSizeOne(mesh, current, to, i, {}, true);
+        AxisList axes = WithTargetSizeOne(mesh, current, to, i, {}, true);
         if (!axes.empty() && !apply(Collective::ReduceScatter(std::move(axes), i))) return false;
       }
       return dropped.empty() || apply(Collective::AllReduce(dropped));

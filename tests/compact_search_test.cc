@@ -49,7 +49,7 @@ using test::M;
 // `allowed_partial`, when given) or appended to a random dimension; nullopt when invalid.
 std::optional<DistType> RandomType(std::mt19937& rng, const Mesh& mesh,
                                    const std::vector<int64_t>& dims, bool partial_ok,
-                                   const std::vector<std::string>* allowed_partial) {
+                                   const AxisList* allowed_partial) {
   DistType t;
   for (int64_t d : dims) t.dims.push_back(Dim{d, {}});
   std::vector<int> order(mesh.num_axes());
@@ -232,10 +232,10 @@ TEST(MiddleSearch, EqualsSearchPlanOnRandomMiddles) {
               ASSERT_LE(bound, rest + 1e-9) << where << " from step " << k;
               if (!size_one) {  // The order term: permutes move devices.
                 int64_t unsettled = 1;
-                std::vector<std::string> have_axes, want_axes;
+                AxisList have_axes, want_axes;
                 for (int i = 0; i < at->rank(); ++i) {
-                  const std::vector<std::string>& have = at->dims[i].axes;
-                  const std::vector<std::string>& want = y->dims[i].axes;
+                  const AxisList& have = at->dims[i].axes;
+                  const AxisList& want = y->dims[i].axes;
                   size_t common = 0;
                   while (common < have.size() && common < want.size() &&
                          have[common] == want[common]) {
@@ -491,7 +491,7 @@ TEST(CompactSearch, EncodesSixteenNibbleKeys) {
     // moved to the end of dimension 1 (an all_to_all), and/or two axes of dimension 0
     // swapped (a permute).
     DistType y = *x;
-    std::vector<std::string>& first = y.dims[0].axes;
+    AxisList& first = y.dims[0].axes;
     if (iter % 3 != 1) {
       y.dims[1].axes.push_back(first.back());
       first.pop_back();
@@ -733,7 +733,7 @@ TEST(LowerBounds, LackingElementsMatchDeviceWalk) {
       std::vector<internal::AxisRole> out(axes);
       for (int i = 0; i < rank; ++i) {
         int64_t stride = 1;
-        const std::vector<std::string>& dim = type.dims[i].axes;
+        const AxisList& dim = type.dims[i].axes;
         for (auto a = dim.rbegin(); a != dim.rend(); ++a) {
           out[mesh.AxisIndex(*a)] = internal::AxisRole{i, stride};
           stride *= mesh.AxisSize(*a);

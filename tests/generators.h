@@ -72,7 +72,7 @@ inline std::string ElementTypeDebugName(ElementType type) {
   return "?";
 }
 
-inline std::string JoinNames(const std::vector<std::string>& names) {
+inline std::string JoinNames(absl::Span<const std::string> names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
     if (i > 0) out += ",";
@@ -115,15 +115,14 @@ struct Placement {
 };
 
 // The axes placed at `use`, ordered by (key, mesh index).
-inline std::vector<std::string> AxesAt(const Mesh& mesh, const std::vector<Placement>& placement,
-                                       int use) {
+inline AxisList AxesAt(const Mesh& mesh, const std::vector<Placement>& placement, int use) {
   std::vector<int> indices;
   for (int a = 0; a < mesh.num_axes(); ++a) {
     if (placement[a].use == use) indices.push_back(a);
   }
   std::stable_sort(indices.begin(), indices.end(),
                    [&](int a, int b) { return placement[a].key < placement[b].key; });
-  std::vector<std::string> names;
+  AxisList names;
   for (int a : indices) names.push_back(mesh.axes()[a].name);
   return names;
 }
@@ -389,7 +388,7 @@ inline rc::Gen<ReshardCase> GenSingleAllToAllCase() {
     if (AxesAt(c.mesh, from, i).empty()) {
       from[*InRange(0, n)] = Placement{i, 0};
     }
-    const std::vector<std::string> dim_i = AxesAt(c.mesh, from, i);
+    const AxisList dim_i = AxesAt(c.mesh, from, i);
     const int suffix = *InRange<int>(1, static_cast<int>(dim_i.size()) + 1);
     int max_key_j = 0;
     for (const Placement& p : from) {
@@ -432,7 +431,7 @@ inline rc::Gen<ReshardCase> GenSinglePermuteCase() {
     const int b = b_raw < a ? b_raw : b_raw + 1;
     from[a].use = d;
     from[b].use = d;
-    const std::vector<std::string> dim_d = AxesAt(c.mesh, from, d);
+    const AxisList dim_d = AxesAt(c.mesh, from, d);
     std::vector<Placement> to = from;
     for (size_t s = 0; s < dim_d.size(); ++s) {
       to[c.mesh.AxisIndex(dim_d[s])] = Placement{d, static_cast<int>(dim_d.size() - s)};
@@ -670,9 +669,8 @@ inline Piece PieceOf(const SubAxisMesh& m, const std::string& ref) {
 // each possible merge happens when `merge()` says so. `spell_whole()` picks `x:(1)n` over `x`
 // for a merged piece that covers its whole axis.
 template <typename MergeFn, typename SpellFn>
-std::vector<std::string> MergeRuns(const SubAxisMesh& m, const std::vector<std::string>& refs,
-                                   MergeFn merge, SpellFn spell_whole) {
-  std::vector<std::string> out;
+AxisList MergeRuns(const SubAxisMesh& m, const AxisList& refs, MergeFn merge, SpellFn spell_whole) {
+  AxisList out;
   std::vector<Piece> run;  // The piece being built; empty before the first reference.
   auto flush = [&] {
     if (run.empty()) return;
@@ -714,7 +712,7 @@ inline DistType SubAxisCanonical(const SubAxisMesh& m, const DistType& type) {
   auto never = [] { return false; };
   DistType out = type;
   for (Dim& dim : out.dims) dim.axes = MergeRuns(m, dim.axes, always, never);
-  std::vector<std::string> partial = out.partial;
+  AxisList partial = out.partial;
   std::sort(partial.begin(), partial.end(), [&](const std::string& a, const std::string& b) {
     const Piece pa = PieceOf(m, a), pb = PieceOf(m, b);
     return std::pair(pa.axis, pa.begin) < std::pair(pb.axis, pb.begin);

@@ -37,7 +37,7 @@ using ::reshard::testing::SubAxisReshardCase;
 
 // Applies one random mutation to `plan`'s steps; returns its name ("" when none applied).
 // Mutations that name an axis draw it from `refs` (the mesh's axes, or pieces of them).
-std::string Mutate(const std::vector<std::string>& refs, Plan& plan) {
+std::string Mutate(const AxisList& refs, Plan& plan) {
   std::vector<Step>& steps = plan.steps;
   const int rank = plan.source.rank();
   const int kind = *rc::gen::inRange(0, 8);
@@ -121,7 +121,7 @@ std::string Mutate(const std::vector<std::string>& refs, Plan& plan) {
 // Synthesizes a plan for `c` (normal, or for about a quarter of the cases direct), mutates
 // about half of them (axes drawn from `refs`), and checks that the certificate's verdict is
 // the interpreter's.
-void CheckVerdict(const ReshardCase& c, const std::vector<std::string>& refs) {
+void CheckVerdict(const ReshardCase& c, const AxisList& refs) {
   // Some cases use strategy direct (all_to_all_v); RapidCheck favours 0 at small sizes, so
   // in practice about 40% do.
   SynthesisOptions synth_options;
@@ -174,8 +174,8 @@ void CheckVerdict(const ReshardCase& c, const std::vector<std::string>& refs) {
   }
 }
 
-std::vector<std::string> AxisNames(const Mesh& mesh) {
-  std::vector<std::string> names;
+AxisList AxisNames(const Mesh& mesh) {
+  AxisList names;
   for (const MeshAxis& axis : mesh.axes()) names.push_back(axis.name);
   return names;
 }
@@ -193,7 +193,7 @@ RESHARD_PROP(ProofsProperty, Z3VerdictEqualsInterpreterWithSubAxes, 1000) {
   const SubAxisReshardCase s = *GenSubAxisReshardCase();
   const ReshardCase& c = s.c;
   RC_TAG(NamesSubAxes(c.from) || NamesSubAxes(c.to) ? "sub_axes" : "whole_axes");
-  std::vector<std::string> refs = SubAxisRefs(c.mesh, c.from);
+  AxisList refs = SubAxisRefs(c.mesh, c.from);
   for (const std::string& ref : SubAxisRefs(c.mesh, c.to)) refs.push_back(ref);
   absl::StatusOr<AxisRefinement> fine =
       AxisRefinement::Create(c.mesh, refs, /*prime_factors=*/true);

@@ -100,7 +100,7 @@ inline std::string ConfirmCounterexample(const Mesh& mesh, const DistType& sourc
   for (const Dim& d : target.dims) global_shape.push_back(d.size);
   const double expected =
       CanonicalValue(linear(expected_global, global_shape), NumSummands(mesh, source));
-  std::vector<std::string> partial = PartialInMeshOrder(mesh, target);
+  AxisList partial = PartialInMeshOrder(mesh, target);
   std::vector<int64_t> group =
       partial.empty() ? std::vector<int64_t>{device} : mesh.Group(device, partial);
   double actual = 0;

@@ -142,7 +142,7 @@ TEST(PlanCertificate, ReversedAxesInMultiAxisCollectiveAreRefuted) {
   Plan plan = Synth("x=2,y=4", "f32[16{x,y},8]", "f32[16,8{x,y}]", Strategy::kNormal,
                     Objective::kBytes);
   ASSERT_EQ(plan.steps.size(), 1u);
-  std::vector<std::string>& axes = plan.steps[0].op.mesh_axes;
+  AxisList& axes = plan.steps[0].op.mesh_axes;
   ASSERT_EQ(axes.size(), 2u);
   std::reverse(axes.begin(), axes.end());
   ExpectRefutedAndConfirmed(plan);

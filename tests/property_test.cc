@@ -296,7 +296,7 @@ RESHARD_PROP(Synthesis, RejectsInvalidProblems, kCases) {
   const bool add_partial = *rc::gen::arbitrary<bool>();
   if (add_partial) {
     // Make one axis partial in `to` only.
-    std::vector<std::string> candidates;
+    AxisList candidates;
     for (const MeshAxis& axis : c.mesh.axes()) {
       if (AxisUse(c.from, axis.name) != kPartial) candidates.push_back(axis.name);
     }
@@ -328,7 +328,7 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
   return rc::gen::exec([mesh, type] {
     const int rank = type.rank();
     const std::vector<int64_t> local = LocalShape(mesh, type);
-    std::vector<std::string> unused, partial, all_axes;
+    AxisList unused, partial, all_axes;
     for (const MeshAxis& axis : mesh.axes()) {
       const int use = AxisUse(type, axis.name);
       if (use == kUnused) unused.push_back(axis.name);
@@ -336,8 +336,8 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
       all_axes.push_back(axis.name);
     }
     // A random ordered selection of distinct names from `pool` (non-empty when possible).
-    auto pick = [](const std::vector<std::string>& pool) {
-      std::vector<std::string> rest = pool, chosen;
+    auto pick = [](const AxisList& pool) {
+      AxisList rest = pool, chosen;
       const int count = *InRange<int>(pool.empty() ? 0 : 1, static_cast<int>(pool.size()) + 1);
       for (int i = 0; i < count; ++i) {
         const int k = *InRange<int>(0, static_cast<int>(rest.size()));
@@ -347,7 +347,7 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
       return chosen;
     };
     // The longest prefix of `axes` whose group size divides `extent`.
-    auto dividing_prefix = [&](std::vector<std::string> axes, int64_t extent) {
+    auto dividing_prefix = [&](AxisList axes, int64_t extent) {
       while (!axes.empty() && extent % mesh.GroupSize(axes) != 0) axes.pop_back();
       return axes;
     };
@@ -355,7 +355,7 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
     auto suffix_of = [&](int dim) {
       const auto& axes = type.dims[dim].axes;
       const int len = *InRange<int>(axes.empty() ? 0 : 1, static_cast<int>(axes.size()) + 1);
-      return std::vector<std::string>(axes.end() - len, axes.end());
+      return AxisList(axes.end() - len, axes.end());
     };
     std::vector<int> sharded_dims;
     for (int d = 0; d < rank; ++d) {
@@ -367,7 +367,7 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
       const int kind = *InRange(0, 5);
       const int i = *InRange(-1, rank + 1);
       const int j = *InRange(-1, rank + 1);
-      const std::vector<std::string> axes = pick(all_axes);
+      const AxisList axes = pick(all_axes);
       switch (kind) {
         case 0:
           return Collective::AllSlice(axes, i);
@@ -401,7 +401,7 @@ rc::Gen<Collective> GenCollective(const Mesh& mesh, const DistType& type) {
         const int i = *rc::gen::elementOf(sharded_dims);
         const int j_raw = *InRange(0, rank - 1);
         const int j = j_raw < i ? j_raw : j_raw + 1;
-        std::vector<std::string> axes = suffix_of(i);
+        AxisList axes = suffix_of(i);
         while (!axes.empty() && local[j] % mesh.GroupSize(axes) != 0) axes.erase(axes.begin());
         return Collective::AllToAll(axes, i, j);
       }
@@ -822,7 +822,7 @@ RESHARD_PROP(SubAxes, RefinementPreservesDeviceNumbering, kCases) {
   const Mesh& mesh = c.axes.mesh;
   TagSubAxes(c.type);
   RC_ASSERT_OK(Validate(mesh, c.type));
-  std::vector<std::string> refs = SubAxisRefs(mesh, c.type);
+  AxisList refs = SubAxisRefs(mesh, c.type);
   const int kind = *InRange(0, 3);
   if (kind == 1) {
     for (const MeshAxis& atom : c.axes.atoms.axes()) {

@@ -106,7 +106,7 @@ TEST(RefinementTest, SplitsAtBreakpointsAndKeepsNumbering) {
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {"y:(2)2"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->refined().ToString(), "x=2,y:(1)2=2,y:(2)2=2,y:(4)2=2");
-  EXPECT_EQ(r->Atoms("y:(1)4"), (std::vector<std::string>{"y:(1)2", "y:(2)2"}));
+  EXPECT_EQ(r->Atoms("y:(1)4"), (AxisList{"y:(1)2", "y:(2)2"}));
   absl::StatusOr<AxisRefinement> prime = AxisRefinement::Create(M("x=6,y=4"), {}, true);
   ASSERT_TRUE(prime.ok());
   EXPECT_EQ(prime->refined().ToString(), "x:(1)2=2,x:(2)3=3,y:(1)2=2,y:(2)2=2");
@@ -169,7 +169,7 @@ TEST(RefinementTest, PrimeFactorsWithoutReferencesMatchTheGeneralPath) {
   const absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, {}, true);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->refined().ToString(), "x:(1)2=2,x:(2)2=2,x:(4)3=3,y=2");
-  EXPECT_EQ(r->Atoms("x:(2)6"), (std::vector<std::string>{"x:(2)2", "x:(4)3"}));
+  EXPECT_EQ(r->Atoms("x:(2)6"), (AxisList{"x:(2)2", "x:(4)3"}));
   EXPECT_EQ(ToString(r->Refine(T(mesh, "f32[24{x:(1)4},6] partial{y}"))),
             "f32[24{x:(1)2,x:(2)2},6] partial{y}");
   // Names of pieces as SubAxisName formats them, down to int64_t's extremes.

@@ -812,7 +812,7 @@ TEST(NormalTest, ReplicatedAxisCarriesPartOfTheReduction) {
   Plan plan = Synth(mesh, "f32[8,24,8] partial{y,x}", "f32[8,24,8{x}]");
   ASSERT_FALSE(plan.steps.empty());
   EXPECT_EQ(plan.steps.front().op.kind, CollectiveKind::kAllSlice) << Describe(plan);
-  EXPECT_EQ(plan.steps.front().op.mesh_axes, std::vector<std::string>{"z"});
+  EXPECT_EQ(plan.steps.front().op.mesh_axes, AxisList{"z"});
   EXPECT_EQ(plan.steps.back().op.kind, CollectiveKind::kAllGather);
   EXPECT_EQ(plan.metrics.bytes_received_total, 98304);
   Plan optimal = Synth(mesh, "f32[8,24,8] partial{y,x}", "f32[8,24,8{x}]", Strategy::kOptimal);

@@ -305,7 +305,7 @@ int Run(int argc, char** argv) {
 
   const int64_t device = (*executor)->device();
   const std::vector<int64_t> source_shape = LocalShape(mesh, plan->source);
-  const std::vector<std::string> target_partial = PartialInMeshOrder(mesh, plan->target);
+  const AxisList target_partial = PartialInMeshOrder(mesh, plan->target);
   std::vector<double> times_us;
   int64_t bytes_received = 0;
   int64_t executor_peak = 0;

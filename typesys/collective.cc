@@ -43,11 +43,11 @@ std::string_view DimAttributeName(CollectiveKind kind) {
   }
 }
 
-std::string AxesText(const std::vector<std::string>& axes) {
+std::string AxesText(const AxisList& axes) {
   return absl::StrCat("[", absl::StrJoin(axes, ","), "]");
 }
 
-bool EndsWith(const std::vector<std::string>& list, const std::vector<std::string>& suffix) {
+bool EndsWith(const AxisList& list, const AxisList& suffix) {
   return list.size() >= suffix.size() &&
          std::equal(suffix.begin(), suffix.end(), list.end() - suffix.size());
 }
@@ -62,8 +62,7 @@ absl::Status CheckDim(const DistType& in, int64_t dim, std::string_view attribut
 }
 
 // Appending `axes` to dimension `dim` must leave it divisible.
-absl::Status CheckGains(const Mesh& mesh, const DistType& in, int64_t dim,
-                        const std::vector<std::string>& axes) {
+absl::Status CheckGains(const Mesh& mesh, const DistType& in, int64_t dim, const AxisList& axes) {
   for (const std::string& axis : axes) {
     if (AxisUse(in, axis) != kUnused) {
       return absl::InvalidArgumentError(
@@ -79,7 +78,7 @@ absl::Status CheckGains(const Mesh& mesh, const DistType& in, int64_t dim,
   return absl::OkStatus();
 }
 
-absl::Status CheckEndsWith(const DistType& in, int64_t dim, const std::vector<std::string>& axes) {
+absl::Status CheckEndsWith(const DistType& in, int64_t dim, const AxisList& axes) {
   if (!EndsWith(in.dims[dim].axes, axes)) {
     return absl::InvalidArgumentError(absl::StrCat("dimension ", dim, " of ", ToString(in),
                                                    " does not end with ", AxesText(axes)));
@@ -87,7 +86,7 @@ absl::Status CheckEndsWith(const DistType& in, int64_t dim, const std::vector<st
   return absl::OkStatus();
 }
 
-absl::Status CheckPartial(const DistType& in, const std::vector<std::string>& axes) {
+absl::Status CheckPartial(const DistType& in, const AxisList& axes) {
   for (const std::string& axis : axes) {
     if (AxisUse(in, axis) != kPartial) {
       return absl::InvalidArgumentError(
@@ -97,17 +96,15 @@ absl::Status CheckPartial(const DistType& in, const std::vector<std::string>& ax
   return absl::OkStatus();
 }
 
-void RemoveSuffix(std::vector<std::string>& list, size_t count) {
-  list.resize(list.size() - count);
-}
+void RemoveSuffix(AxisList& list, size_t count) { list.resize(list.size() - count); }
 
-void RemovePartial(DistType& type, const std::vector<std::string>& axes) {
-  std::erase_if(type.partial, [&](const std::string& axis) {
+void RemovePartial(DistType& type, const AxisList& axes) {
+  EraseAxesIf(type.partial, [&](const std::string& axis) {
     return std::find(axes.begin(), axes.end(), axis) != axes.end();
   });
 }
 
-void Append(std::vector<std::string>& list, const std::vector<std::string>& axes) {
+void Append(AxisList& list, const AxisList& axes) {
   list.insert(list.end(), axes.begin(), axes.end());
 }
 
@@ -182,20 +179,19 @@ absl::StatusOr<CollectiveKind> ParseCollectiveKind(std::string_view name) {
       "collective_permute or all_to_all_v)"));
 }
 
-Collective Collective::AllSlice(std::vector<std::string> axes, int64_t slice_dim) {
+Collective Collective::AllSlice(AxisList axes, int64_t slice_dim) {
   return Collective{CollectiveKind::kAllSlice, std::move(axes), slice_dim, -1, {}, {}, {}};
 }
-Collective Collective::AllGather(std::vector<std::string> axes, int64_t gather_dim) {
+Collective Collective::AllGather(AxisList axes, int64_t gather_dim) {
   return Collective{CollectiveKind::kAllGather, std::move(axes), gather_dim, -1, {}, {}, {}};
 }
-Collective Collective::AllToAll(std::vector<std::string> axes, int64_t concat_dim,
-                                int64_t split_dim) {
+Collective Collective::AllToAll(AxisList axes, int64_t concat_dim, int64_t split_dim) {
   return Collective{CollectiveKind::kAllToAll, std::move(axes), concat_dim, split_dim, {}, {}, {}};
 }
-Collective Collective::AllReduce(std::vector<std::string> axes) {
+Collective Collective::AllReduce(AxisList axes) {
   return Collective{CollectiveKind::kAllReduce, std::move(axes), -1, -1, {}, {}, {}};
 }
-Collective Collective::ReduceScatter(std::vector<std::string> axes, int64_t scatter_dim) {
+Collective Collective::ReduceScatter(AxisList axes, int64_t scatter_dim) {
   return Collective{CollectiveKind::kReduceScatter, std::move(axes), scatter_dim, -1, {}, {}, {}};
 }
 Collective Collective::Permute(std::vector<std::pair<int64_t, int64_t>> pairs) {
@@ -326,7 +322,7 @@ DistType ApplyAcceptedRule(DistType type, const Collective& op) {
 absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const Collective& op) {
   if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op)) {
     // The rules are written for whole axes: apply them on the refinement the pieces need.
-    std::vector<std::string> refs = SubAxisRefs(mesh, in);
+    AxisList refs = SubAxisRefs(mesh, in);
     for (const std::string& axis : op.mesh_axes) refs.push_back(axis);
     absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
     if (!r.ok()) {
@@ -506,9 +502,9 @@ absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& o
     // Refining resolves every reference: bad ones must be reported before, not abort there.
     if (absl::Status s = CheckCollectiveShape(mesh, op); !s.ok()) return s;
     if (absl::Status s = Validate(mesh, out); !s.ok()) return s;
-    std::vector<std::string> refs = SubAxisRefs(mesh, in);
+    AxisList refs = SubAxisRefs(mesh, in);
     const Step step{op, out};
-    std::vector<std::string> more = SubAxisRefs(mesh, out, {&step, 1});
+    AxisList more = SubAxisRefs(mesh, out, {&step, 1});
     refs.insert(refs.end(), more.begin(), more.end());
     absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
     if (!r.ok()) return r.status();

@@ -88,7 +88,7 @@ class BoxCursor {
 struct Collective {
   CollectiveKind kind = CollectiveKind::kAllSlice;
   // Axes of the groups, in group order (empty for collective_permute).
-  std::vector<std::string> mesh_axes;
+  AxisList mesh_axes;
   // slice_axis / gather_axis / scatter_axis / concat_axis (all_to_all); -1 when unused.
   int64_t dim = -1;
   // split_axis (all_to_all only); -1 otherwise.
@@ -101,11 +101,11 @@ struct Collective {
   std::vector<int64_t> out_shape;
   std::vector<Transfer> transfers;
 
-  static Collective AllSlice(std::vector<std::string> axes, int64_t slice_dim);
-  static Collective AllGather(std::vector<std::string> axes, int64_t gather_dim);
-  static Collective AllToAll(std::vector<std::string> axes, int64_t concat_dim, int64_t split_dim);
-  static Collective AllReduce(std::vector<std::string> axes);
-  static Collective ReduceScatter(std::vector<std::string> axes, int64_t scatter_dim);
+  static Collective AllSlice(AxisList axes, int64_t slice_dim);
+  static Collective AllGather(AxisList axes, int64_t gather_dim);
+  static Collective AllToAll(AxisList axes, int64_t concat_dim, int64_t split_dim);
+  static Collective AllReduce(AxisList axes);
+  static Collective ReduceScatter(AxisList axes, int64_t scatter_dim);
   static Collective Permute(std::vector<std::pair<int64_t, int64_t>> pairs);
   static Collective AllToAllV(std::vector<int64_t> out_shape, std::vector<Transfer> transfers);
 

@@ -243,7 +243,7 @@ std::string OutOfRange(const AxisCost& cost) {
 
 absl::StatusOr<CostModel> ParseCostModel(std::string_view text) {
   CostModel model;
-  std::vector<std::string> seen;
+  AxisList seen;
   std::string stripped(absl::StripAsciiWhitespace(Absl(text)));
   if (stripped.empty()) return model;
   for (absl::string_view raw : absl::StrSplit(stripped, ',')) {

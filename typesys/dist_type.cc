@@ -76,7 +76,7 @@ class TypeParser {
       std::string_view keyword = Word();
       if (keyword != "partial") return Error("expected 'partial{...}' or the end of the type");
       if (!Consume('{')) return Error("expected '{' after 'partial'");
-      absl::StatusOr<std::vector<std::string>> axes = ParseAxisList();
+      absl::StatusOr<AxisList> axes = ParseAxisList();
       if (!axes.ok()) return axes.status();
       type.partial = *std::move(axes);
     }
@@ -129,7 +129,7 @@ class TypeParser {
       ++pos_;
     }
     if (Consume('{')) {
-      absl::StatusOr<std::vector<std::string>> axes = ParseAxisList();
+      absl::StatusOr<AxisList> axes = ParseAxisList();
       if (!axes.ok()) return axes.status();
       dim.axes = *std::move(axes);
     }
@@ -137,8 +137,8 @@ class TypeParser {
   }
 
   // After '{': `}` or `name (, name)* }`.
-  absl::StatusOr<std::vector<std::string>> ParseAxisList() {
-    std::vector<std::string> axes;
+  absl::StatusOr<AxisList> ParseAxisList() {
+    AxisList axes;
     if (Consume('}')) return axes;
     do {
       std::string_view name = Word();
@@ -165,7 +165,7 @@ class TypeParser {
   size_t pos_ = 0;
 };
 
-std::string AxisListText(const std::vector<std::string>& axes) {
+std::string AxisListText(const AxisList& axes) {
   return absl::StrCat("{", absl::StrJoin(axes, ","), "}");
 }
 
@@ -184,7 +184,7 @@ absl::StatusOr<ElementType> ParseElementType(std::string_view name) {
 
 bool DistType::operator==(const DistType& other) const {
   if (element_type != other.element_type || dims != other.dims) return false;
-  std::vector<std::string> a = partial, b = other.partial;
+  AxisList a = partial, b = other.partial;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   return a == b;
@@ -353,8 +353,8 @@ std::vector<int64_t> BlockOffset(const Mesh& mesh, const DistType& type, int64_t
   return offset;
 }
 
-std::vector<std::string> PartialInMeshOrder(const Mesh& mesh, const DistType& type) {
-  std::vector<std::string> axes = type.partial;
+AxisList PartialInMeshOrder(const Mesh& mesh, const DistType& type) {
+  AxisList axes = type.partial;
   // Mesh order, and within one axis major pieces (larger strides) first.
   std::sort(axes.begin(), axes.end(), [&](const std::string& a, const std::string& b) {
     const Mesh::Digit da = mesh.Resolve(a), db = mesh.Resolve(b);

@@ -37,7 +37,7 @@ absl::StatusOr<ElementType> ParseElementType(std::string_view name);
 // One dimension: its global size and the mesh axes it is split over, major to minor.
 struct Dim {
   int64_t size = 0;
-  std::vector<std::string> axes;
+  AxisList axes;
 
   bool operator==(const Dim&) const = default;
 };
@@ -47,7 +47,7 @@ struct DistType {
   std::vector<Dim> dims;
   // Axes of the pending sum. Their order carries no meaning: equality treats it as a set, and
   // the printer keeps the order it was given.
-  std::vector<std::string> partial;
+  AxisList partial;
 
   int rank() const { return static_cast<int>(dims.size()); }
   bool operator==(const DistType& other) const;
@@ -115,7 +115,7 @@ inline constexpr int kUnused = -2;
 int AxisUse(const DistType& type, std::string_view axis);
 
 // The partial axes sorted in mesh order (the canonical order for collectives over them).
-std::vector<std::string> PartialInMeshOrder(const Mesh& mesh, const DistType& type);
+AxisList PartialInMeshOrder(const Mesh& mesh, const DistType& type);
 
 }  // namespace reshard
 

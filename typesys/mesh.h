@@ -15,6 +15,7 @@
 #ifndef RESHARD_TYPESYS_MESH_H_
 #define RESHARD_TYPESYS_MESH_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,6 +30,21 @@ namespace reshard {
 
 // Largest supported device count; beyond it per-device tables would not fit in memory.
 inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
+
+// A list of axis references (a dimension's axes, a type's partial axes, a collective's
+// groups), stored inline up to four: synthesis copies types constantly, and with vectors the
+// axis lists were about a third of its allocations (docs/benchmarks.md).
+using AxisList = absl::InlinedVector<std::string, 4>;
+
+// std::erase_if and std::erase for an AxisList (the standard's overloads cover only its own
+// containers).
+template <typename Pred>
+void EraseAxesIf(AxisList& list, Pred pred) {
+  list.erase(std::remove_if(list.begin(), list.end(), pred), list.end());
+}
+inline void EraseAxis(AxisList& list, std::string_view axis) {
+  EraseAxesIf(list, [axis](const std::string& a) { return a == axis; });
+}
 
 // A parsed axis reference: `axis` alone (size == 0), or the sub-axis `axis:(pre)size`.
 struct AxisRef {

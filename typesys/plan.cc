@@ -145,7 +145,7 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
     std::vector<Term> terms;
     for (int i = 0; i < type.rank(); ++i) {
       int64_t stride = 1;
-      const std::vector<std::string>& axes = type.dims[i].axes;
+      const AxisList& axes = type.dims[i].axes;
       for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
         const Mesh::Digit digit = mesh.Resolve(*a);
         terms.push_back(Term{i, digit, stride * local[i]});

@@ -34,8 +34,7 @@ bool IsPiece(const Mesh& mesh, std::string_view axis) {
 }
 
 // Appends the references of `axes` that are pieces of `mesh`'s axes to `out`.
-void AppendSubAxes(const Mesh& mesh, absl::Span<const std::string> axes,
-                   std::vector<std::string>* out) {
+void AppendSubAxes(const Mesh& mesh, absl::Span<const std::string> axes, AxisList* out) {
   for (const std::string& axis : axes) {
     if (IsPiece(mesh, axis)) out->push_back(axis);
   }
@@ -47,7 +46,7 @@ bool AnySubAxis(const Mesh& mesh, absl::Span<const std::string> axes) {
 }
 
 // CanonicalAxisList of a list with some sub-axis.
-std::vector<std::string> MergedPieces(const Mesh& mesh, absl::Span<const std::string> axes) {
+AxisList MergedPieces(const Mesh& mesh, absl::Span<const std::string> axes) {
   std::vector<Mesh::Digit> digits;
   for (const std::string& axis : axes) {
     const Mesh::Digit d = mesh.Resolve(axis);
@@ -57,7 +56,7 @@ std::vector<std::string> MergedPieces(const Mesh& mesh, absl::Span<const std::st
       digits.push_back(d);
     }
   }
-  std::vector<std::string> out;
+  AxisList out;
   out.reserve(digits.size());
   for (const Mesh::Digit& d : digits) out.push_back(DigitName(mesh, d));
   return out;
@@ -65,7 +64,7 @@ std::vector<std::string> MergedPieces(const Mesh& mesh, absl::Span<const std::st
 
 // Makes `axes` canonical in place; a list without sub-axes is canonical already and is left
 // as it is, not rebuilt.
-void CanonicalizeList(const Mesh& mesh, std::vector<std::string>& axes) {
+void CanonicalizeList(const Mesh& mesh, AxisList& axes) {
   if (AnySubAxis(mesh, axes)) axes = MergedPieces(mesh, axes);
 }
 
@@ -100,8 +99,8 @@ bool HasPrimeAxes(const Mesh& mesh) {
   return true;
 }
 
-std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
-  if (!AnySubAxis(mesh, axes)) return std::vector<std::string>(axes.begin(), axes.end());
+AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
+  if (!AnySubAxis(mesh, axes)) return AxisList(axes.begin(), axes.end());
   return MergedPieces(mesh, axes);
 }
 
@@ -147,26 +146,25 @@ bool HasSubAxes(const Mesh& mesh, const DistType& source, absl::Span<const Step>
   });
 }
 
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& type) {
-  std::vector<std::string> refs;
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& type) {
+  AxisList refs;
   for (const Dim& dim : type.dims) AppendSubAxes(mesh, dim.axes, &refs);
   AppendSubAxes(mesh, type.partial, &refs);
   return refs;
 }
 
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to) {
-  std::vector<std::string> refs = SubAxisRefs(mesh, from);
-  std::vector<std::string> more = SubAxisRefs(mesh, to);
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to) {
+  AxisList refs = SubAxisRefs(mesh, from);
+  AxisList more = SubAxisRefs(mesh, to);
   refs.insert(refs.end(), more.begin(), more.end());
   return refs;
 }
 
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
-                                     absl::Span<const Step> steps) {
-  std::vector<std::string> refs = SubAxisRefs(mesh, source);
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& source, absl::Span<const Step> steps) {
+  AxisList refs = SubAxisRefs(mesh, source);
   for (const Step& step : steps) {
     AppendSubAxes(mesh, step.op.mesh_axes, &refs);
-    std::vector<std::string> more = SubAxisRefs(mesh, step.type);
+    AxisList more = SubAxisRefs(mesh, step.type);
     refs.insert(refs.end(), more.begin(), more.end());
   }
   return refs;
@@ -259,13 +257,13 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
   return r;
 }
 
-std::vector<std::string> AxisRefinement::Atoms(std::string_view ref) const {
-  std::vector<std::string> out;
+AxisList AxisRefinement::Atoms(std::string_view ref) const {
+  AxisList out;
   AppendAtoms(ref, out);
   return out;
 }
 
-void AxisRefinement::AppendAtoms(std::string_view ref, std::vector<std::string>& out) const {
+void AxisRefinement::AppendAtoms(std::string_view ref, AxisList& out) const {
   const Mesh::Digit d = mesh_.Resolve(ref);
   const int64_t n = mesh_.axes()[d.index].size;
   const int64_t begin = n / (d.stride * d.size), end = begin * d.size;
@@ -283,8 +281,8 @@ void AxisRefinement::AppendAtoms(std::string_view ref, std::vector<std::string>&
   RESHARD_CHECK(covered == d.size) << "'" << ref << "' does not nest with the refinement";
 }
 
-std::vector<std::string> AxisRefinement::RefineList(absl::Span<const std::string> axes) const {
-  std::vector<std::string> out;
+AxisList AxisRefinement::RefineList(absl::Span<const std::string> axes) const {
+  AxisList out;
   out.reserve(axes.size());
   for (const std::string& axis : axes) AppendAtoms(axis, out);
   return out;
@@ -315,8 +313,8 @@ std::vector<Step> AxisRefinement::Refine(absl::Span<const Step> steps) const {
 }
 
 absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
-  std::vector<std::string> refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
-  const std::vector<std::string> target_refs = SubAxisRefs(plan.mesh, plan.target);
+  AxisList refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
+  const AxisList target_refs = SubAxisRefs(plan.mesh, plan.target);
   refs.insert(refs.end(), target_refs.begin(), target_refs.end());
   if (refs.empty()) return plan;
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);

@@ -46,7 +46,7 @@ namespace reshard {
 
 // Merges adjacent pieces of one axis in a major-to-minor list (`x:(1)2,x:(2)2` -> `x`); other
 // references are kept in place. The references must be valid on `mesh`.
-std::vector<std::string> CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes);
+AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes);
 // The canonical form of a type valid on `mesh`: every dimension's list merged as above, and the
 // partial axes merged as a set (pieces of one axis that are adjacent in any order merge).
 DistType Canonicalize(const Mesh& mesh, DistType type);
@@ -60,11 +60,10 @@ bool HasSubAxes(const Mesh& mesh, const Collective& op);
 bool HasSubAxes(const Mesh& mesh, const DistType& source, absl::Span<const Step> steps);
 
 // Every such sub-axis reference in the arguments (duplicates kept), for AxisRefinement::Create.
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& type);
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& type);
 // Of both endpoints of a resharding, `from`'s first.
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to);
-std::vector<std::string> SubAxisRefs(const Mesh& mesh, const DistType& source,
-                                     absl::Span<const Step> steps);
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to);
+AxisList SubAxisRefs(const Mesh& mesh, const DistType& source, absl::Span<const Step> steps);
 
 // True when every axis of `mesh` has prime size (or size 1): without sub-axis references the
 // prime-factor refinement of `mesh` is then `mesh` itself.
@@ -89,7 +88,7 @@ class AxisRefinement {
 
   // The atoms `ref` covers, major to minor. `ref` must be valid on mesh() and nest with the
   // refinement (true for every reference passed to Create).
-  std::vector<std::string> Atoms(std::string_view ref) const;
+  AxisList Atoms(std::string_view ref) const;
   // The same value on refined(): every reference replaced by its atoms.
   DistType Refine(const DistType& type) const;
   Collective Refine(const Collective& op) const;
@@ -98,8 +97,8 @@ class AxisRefinement {
  private:
   // Atoms(ref) appended to `out`, and the atoms of every reference of `axes` (the lists the
   // Refine overloads build, without a vector per reference).
-  void AppendAtoms(std::string_view ref, std::vector<std::string>& out) const;
-  std::vector<std::string> RefineList(absl::Span<const std::string> axes) const;
+  void AppendAtoms(std::string_view ref, AxisList& out) const;
+  AxisList RefineList(absl::Span<const std::string> axes) const;
 
   Mesh mesh_;
   Mesh refined_;
