@@ -42,7 +42,7 @@ void GspmdReshard(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   if (s == to) return;
   const int rank = s.rank();
   // 1. Only the device order differs (same tiles per dimension): one collective-permute.
-  if (LocalShape(mesh, s) == LocalShape(mesh, to)) {
+  if (SameLocalShape(mesh, s, to)) {
     b.Permute(to);
     return;
   }
@@ -370,7 +370,7 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
     next.dims[d].axes.insert(next.dims[d].axes.end(), in[d].begin(), in[d].end());
   }
   if (next == current) return false;
-  RESHARD_CHECK(LocalShape(mesh, next) == LocalShape(mesh, current));
+  RESHARD_CHECK(SameLocalShape(mesh, next, current));
   b.Permute(next, paired);
   return true;
 }

@@ -1211,7 +1211,7 @@ namespace {
 // MinimalPermute for types whose axes are whole axes of `mesh`.
 Collective PermuteOnWholeAxes(const Mesh& mesh, const DistType& in, const DistType& out,
                               const CostModel* cost_model) {
-  RESHARD_CHECK(LocalShape(mesh, in) == LocalShape(mesh, out) &&
+  RESHARD_CHECK(SameLocalShape(mesh, in, out) &&
                 PartialInMeshOrder(mesh, in) == PartialInMeshOrder(mesh, out))
       << ToString(in) << " -> " << ToString(out);
   using internal::Role;

@@ -75,7 +75,7 @@ bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
     if (in.dims[i].size != out.dims[i].size) return false;
   }
   if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) return false;
-  if (LocalShape(mesh, in) != LocalShape(mesh, out)) return false;
+  if (!SameLocalShape(mesh, in, out)) return false;
   const std::vector<int64_t> key_in = Keys(mesh, KeyWeights(mesh, in));
   const std::vector<int64_t> key_out = Keys(mesh, KeyWeights(mesh, out));
   const int64_t n = mesh.num_devices();

@@ -502,7 +502,7 @@ struct PricedPermute {
 // always exists); nullopt otherwise.
 std::optional<PricedPermute> OnePermute(const Mesh& mesh, const DistType& in, const DistType& out,
                                         const CostModel* model) {
-  if (LocalShape(mesh, in) != LocalShape(mesh, out) ||
+  if (!SameLocalShape(mesh, in, out) ||
       PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
     return std::nullopt;
   }
@@ -2256,7 +2256,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
                                           const DistType& to,
                                           const internal::LowerBounds& bounds, bool pure_move) {
   if (from == to) return std::vector<Step>{};
-  if (LocalShape(mesh, from) == LocalShape(mesh, to) &&
+  if (SameLocalShape(mesh, from, to) &&
       PartialInMeshOrder(mesh, from) == PartialInMeshOrder(mesh, to)) {
     std::vector<Step> steps = {Step{Collective::Permute({}), to}};
     if (TotalBytes(mesh, from, steps) <= bounds.bytes_total) return steps;

@@ -179,6 +179,16 @@ TEST(TypeTest, LocalShapesAndBlocks) {
   EXPECT_EQ(GlobalElements(T(mesh, "f32[]")), 1);
 }
 
+TEST(TypeTest, SameLocalShapeComparesPerDimension) {
+  Mesh mesh = M("x=2,y=4");
+  const DistType a = T(mesh, "f32[16{x,y},8]");       // local [2, 8]
+  EXPECT_TRUE(SameLocalShape(mesh, a, T(mesh, "f32[16{y,x},8]")));
+  EXPECT_TRUE(SameLocalShape(mesh, a, T(mesh, "f32[2,32{y}] partial{x}")));  // [2, 8] too
+  EXPECT_FALSE(SameLocalShape(mesh, a, T(mesh, "f32[16{y},8{x}]")));  // [4, 4]: same size
+  EXPECT_FALSE(SameLocalShape(mesh, a, T(mesh, "f32[16{x,y}]")));     // another rank
+  EXPECT_TRUE(SameLocalShape(mesh, T(mesh, "f32[]"), T(mesh, "f32[] partial{x}")));
+}
+
 TEST(RuleTest, EachCollective) {
   Mesh mesh = M("x=2,y=4,z=2");
   auto apply = [&](const char* in, const Collective& op) {

@@ -410,7 +410,7 @@ absl::Status CheckPermute(const Mesh& mesh, const DistType& in, const Collective
   };
   if (op.kind != CollectiveKind::kCollectivePermute) return fail("not a collective_permute");
   if (absl::Status s = CheckSameArray(mesh, in, op, out); !s.ok()) return fail(Std(s.message()));
-  if (LocalShape(mesh, in) != LocalShape(mesh, out)) return fail("local shapes differ");
+  if (!SameLocalShape(mesh, in, out)) return fail("local shapes differ");
 
   const int64_t n = mesh.num_devices();
   std::vector<int64_t> source_of(n);

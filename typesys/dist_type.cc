@@ -339,6 +339,14 @@ int64_t LocalBytes(const Mesh& mesh, const DistType& type) {
   return LocalElements(mesh, type) * ElementBytes(type.element_type);
 }
 
+bool SameLocalShape(const Mesh& mesh, const DistType& a, const DistType& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i) {
+    if (LocalSize(mesh, a, a.dims[i]) != LocalSize(mesh, b, b.dims[i])) return false;
+  }
+  return true;
+}
+
 std::vector<int64_t> BlockIndex(const Mesh& mesh, const DistType& type, int64_t device) {
   std::vector<int64_t> block;
   block.reserve(type.dims.size());

@@ -86,6 +86,8 @@ int64_t GlobalElements(const DistType& type);
 std::vector<int64_t> LocalShape(const Mesh& mesh, const DistType& type);
 int64_t LocalElements(const Mesh& mesh, const DistType& type);
 int64_t LocalBytes(const Mesh& mesh, const DistType& type);
+// LocalShape(mesh, a) == LocalShape(mesh, b), without building either (ranks may differ).
+bool SameLocalShape(const Mesh& mesh, const DistType& a, const DistType& b);
 // Device `device`'s block index per dimension (mixed radix of its coordinates over the axes).
 std::vector<int64_t> BlockIndex(const Mesh& mesh, const DistType& type, int64_t device);
 // Global index of device `device`'s first local element per dimension (block * local size).
