@@ -28,10 +28,6 @@
 namespace reshard {
 namespace {
 
-bool Contains(const AxisList& list, const std::string& name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 bool IsPrefix(absl::Span<const std::string> prefix, absl::Span<const std::string> list) {
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
@@ -124,7 +120,7 @@ Place PlaceOf(const DistType& type, const std::string& axis) {
     auto it = std::find(list.begin(), list.end(), axis);
     if (it != list.end()) return Place{i, static_cast<int>(it - list.begin())};
   }
-  return Place{Contains(type.partial, axis) ? kPartial : kUnused, -1};
+  return Place{ContainsAxis(type.partial, axis) ? kPartial : kUnused, -1};
 }
 
 // An axis sharding a dimension is in place when the target has it at the same position of
@@ -184,7 +180,7 @@ class AxisDiff {
   absl::InlinedVector<size_t, 4> common_;
 };
 
-AxisList ToVector(AxisDiff::Axes axes) { return {axes.begin(), axes.end()}; }
+AxisList ToAxisList(AxisDiff::Axes axes) { return {axes.begin(), axes.end()}; }
 
 // AxisDiff(current, to).Done() without building the diff.
 bool SameAxes(const DistType& current, const DistType& to) {
@@ -206,11 +202,11 @@ void ShardyReduce(const Mesh& mesh, const DistType& to, StepBuilder& b) {
     const AxisList& want = to.dims[d].axes;
     if (!IsPrefix(have, want)) continue;
     AxisList run;
-    for (size_t k = have.size(); k < want.size() && Contains(pending, want[k]); ++k) {
+    for (size_t k = have.size(); k < want.size() && ContainsAxis(pending, want[k]); ++k) {
       run.push_back(want[k]);
     }
     if (run.empty() || !b.TryApply(Collective::ReduceScatter(run, d))) continue;
-    EraseAxesIf(pending, [&](const std::string& a) { return Contains(run, a); });
+    EraseAxesIf(pending, [&](const std::string& a) { return ContainsAxis(run, a); });
   }
   if (!pending.empty()) b.Apply(Collective::AllReduce(pending));
 }
@@ -311,7 +307,7 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
   std::vector<AxisList> placed(rank), in(rank), available_in(rank);
   AxisList available_out;
   for (int d = 0; d < rank; ++d) {
-    placed[d] = ToVector(diff.prefix(d));
+    placed[d] = ToAxisList(diff.prefix(d));
     capacity[d] = mesh.GroupSize(diff.in(d));
     const int64_t initial = capacity[d];
     size_t k = 0;
@@ -438,10 +434,10 @@ std::vector<Step> ShardyStepsOnAtoms(const Mesh& mesh, const DistType& from, con
     if (fell_back != nullptr) *fell_back = true;
     std::vector<Collective> steps;
     for (int d = 0; d < to.rank(); ++d) {
-      if (!diff.in(d).empty()) steps.push_back(Collective::AllGather(ToVector(diff.in(d)), d));
+      if (!diff.in(d).empty()) steps.push_back(Collective::AllGather(ToAxisList(diff.in(d)), d));
     }
     for (int d = 0; d < to.rank(); ++d) {
-      if (!diff.out(d).empty()) steps.push_back(Collective::AllSlice(ToVector(diff.out(d)), d));
+      if (!diff.out(d).empty()) steps.push_back(Collective::AllSlice(ToAxisList(diff.out(d)), d));
     }
     for (Collective& step : steps) b.Apply(std::move(step));
   }

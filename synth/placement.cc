@@ -33,10 +33,6 @@ namespace {
 // hash map for small meshes).
 constexpr int64_t kWalkDevices = 4096;
 
-bool Contains(const AxisList& list, const std::string& name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 // How one mesh axis enters a linear index (placement.h).
 using Role = AxisRole;
 
@@ -55,7 +51,7 @@ std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
   }
   int64_t stride = 1;
   for (int a = mesh.num_axes() - 1; a >= 0; --a) {
-    if (Contains(type.partial, mesh.axes()[a].name)) {
+    if (ContainsAxis(type.partial, mesh.axes()[a].name)) {
       roles[a] = Role{type.rank(), stride};
       stride *= mesh.axes()[a].size;
     }
@@ -1130,7 +1126,7 @@ namespace {
 bool MustCross(const Mesh& mesh, const DistType& from, const DistType& to,
                const std::vector<int64_t>& from_local, const std::vector<int64_t>& to_local,
                const std::string& axis) {
-  if (Contains(from.partial, axis) && !Contains(to.partial, axis)) return true;
+  if (ContainsAxis(from.partial, axis) && !ContainsAxis(to.partial, axis)) return true;
   // The stride of `axis` in dimension i of `type` (local size `local` there): `local` times
   // the sizes of the axes after it; 0 when it is not there.
   auto stride_of = [&](const DistType& type, int i, int64_t local) {

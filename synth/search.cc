@@ -34,10 +34,6 @@
 namespace reshard {
 namespace {
 
-bool Contains(const AxisList& list, const std::string& name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 // Partial axes in mesh order, so that equal types have equal keys.
 DistType Canonical(const Mesh& mesh, DistType type) {
   type.partial = PartialInMeshOrder(mesh, type);
@@ -59,11 +55,11 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
   for (const std::string& axis : type.partial) {
     const int64_t size = mesh.AxisSize(axis);
-    if (size > 1 && !Contains(to.partial, axis)) return 0;
+    if (size > 1 && !ContainsAxis(to.partial, axis)) return 0;
     layers *= size;
   }
   for (const std::string& axis : to.partial) {
-    if (mesh.AxisSize(axis) > 1 && !Contains(type.partial, axis)) return 0;
+    if (mesh.AxisSize(axis) > 1 && !ContainsAxis(type.partial, axis)) return 0;
   }
   const int k = mesh.num_axes();
   std::vector<double> gbps(k);
@@ -72,7 +68,7 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   for (int a = 0; a < k; ++a) {
     gbps[a] = model.Axis(mesh.axes()[a].name).gbps;
     sizes[a] = mesh.axes()[a].size;
-    eligible[a] = sizes[a] > 1 && !Contains(type.partial, mesh.axes()[a].name);
+    eligible[a] = sizes[a] > 1 && !ContainsAxis(type.partial, mesh.axes()[a].name);
   }
   std::vector<internal::SliceDim> dims(type.rank());
   std::vector<internal::SliceDigits> type_digits(type.rank()), target_digits(type.rank());
@@ -380,7 +376,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s,
   std::vector<DistType> members;
   AxisList pool;
   for (const std::string& axis : relevant_axes_) {
-    if (!Contains(s.partial, axis)) pool.push_back(axis);
+    if (!ContainsAxis(s.partial, axis)) pool.push_back(axis);
   }
   std::vector<bool> used(pool.size(), false);
   std::vector<int64_t> pool_size;  // Looked up by name once, not per recursion step.
@@ -453,7 +449,7 @@ std::vector<Edge> Searcher::Neighbors(
   }
   AxisList reducible;
   for (const std::string& axis : s.partial) {
-    if (!Contains(to_.partial, axis)) reducible.push_back(axis);
+    if (!ContainsAxis(to_.partial, axis)) reducible.push_back(axis);
   }
 
   if (options_.allow_all_slice && !unused.empty()) {
@@ -481,7 +477,7 @@ std::vector<Edge> Searcher::Neighbors(
         any = true;
         DistType next = s;
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
-        EraseAxesIf(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+        EraseAxesIf(next.partial, [&](const std::string& a) { return ContainsAxis(axes, a); });
         Collective op = Collective::ReduceScatter(axes, dim);
         int64_t cost = UniformCost(s, op);
         add(std::move(op), std::move(next), cost);
@@ -500,7 +496,7 @@ std::vector<Edge> Searcher::Neighbors(
         if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
       }
       DistType next = s;
-      EraseAxesIf(next.partial, [&](const std::string& a) { return Contains(axes, a); });
+      EraseAxesIf(next.partial, [&](const std::string& a) { return ContainsAxis(axes, a); });
       Collective op = Collective::AllReduce(axes);
       int64_t cost = UniformCost(s, op);
       add(std::move(op), std::move(next), cost);
@@ -828,7 +824,7 @@ absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const Dist
         absl::StrCat("global shapes differ: ", shape(from), " vs ", shape(to)));
   }
   for (const std::string& axis : to.partial) {
-    if (!Contains(from.partial, axis)) {
+    if (!ContainsAxis(from.partial, axis)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the target is partial over ", axis,
                        " but the source is not: no collective creates a pending sum"));

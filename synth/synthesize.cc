@@ -126,10 +126,6 @@ constexpr int kBridgeDepth = 2;
 constexpr size_t kBridgeStates = 512;
 constexpr size_t kBridgeJoins = 64;
 
-bool Contains(const AxisList& list, std::string_view name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
 int64_t LocalDimSize(const Mesh& mesh, const Dim& dim) {
   return dim.size / mesh.GroupSize(dim.axes);
 }
@@ -197,7 +193,7 @@ std::optional<std::vector<Append>> PlaceDescent(const Mesh& mesh, const DistType
     const AxisList& axes = to.dims[j].axes;
     for (size_t k = 0; k < axes.size(); ++k) {
       int use = AxisUse(from, axes[k]);
-      if ((use != kUnused && use != kPartial) || Contains(skip, axes[k])) continue;
+      if ((use != kUnused && use != kPartial) || ContainsAxis(skip, axes[k])) continue;
       std::vector<int> preferred;
       if (placement == Placement::kFollow && k > 0) {
         int after = DimEndingWith(current, axes[k - 1]);
@@ -237,7 +233,7 @@ std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, c
   for (int i = 0; i < from.rank(); ++i) {
     const AxisList& axes = from.dims[i].axes;
     for (size_t k = 0; k < axes.size(); ++k) {
-      if (AxisUse(to, axes[k]) != kUnused || Contains(skip, axes[k])) continue;
+      if (AxisUse(to, axes[k]) != kUnused || ContainsAxis(skip, axes[k])) continue;
       std::vector<int> preferred;
       if (placement == Placement::kFollow && k > 0) {
         int after = DimEndingWith(y, axes[k - 1]);
@@ -1344,7 +1340,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
   // order.
   c.y.partial.clear();
   for (const std::string& axis : from.partial) {
-    if (ScatteredLate(c.late, axis) || Contains(to.partial, axis)) c.y.partial.push_back(axis);
+    if (ScatteredLate(c.late, axis) || ContainsAxis(to.partial, axis)) c.y.partial.push_back(axis);
   }
   return c;
 }
@@ -1520,7 +1516,7 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
         late.y.dims[e].axes.resize(want.size() - own.size());
         late.y.partial.clear();
         for (const std::string& axis : from.partial) {
-          if (ScatteredLate(own, axis) || Contains(c.y.partial, axis)) {
+          if (ScatteredLate(own, axis) || ContainsAxis(c.y.partial, axis)) {
             late.y.partial.push_back(axis);
           }
         }
@@ -1736,7 +1732,7 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   for (int d = 0; d < y.rank(); ++d) {
     const AxisList& axes = y.dims[d].axes;
     for (size_t k = axes.size(); k-- > 0;) {
-      if (!Contains(reduce, axes[k]) || !take(axes[k], d)) break;
+      if (!ContainsAxis(reduce, axes[k]) || !take(axes[k], d)) break;
       tail[d].insert(tail[d].begin(), Append{axes[k], d, true});
       EraseAxis(reduce, axes[k]);
       scattered = true;
@@ -1764,7 +1760,7 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   for (int d = 0; d < y.rank(); ++d) {
     for (int e = 0; e < y.rank() && shrink[d] > 1; ++e) {
       for (const std::string& axis : y.dims[(d + e) % y.rank()].axes) {
-        if (!Contains(unused, axis) || !take(axis, d)) continue;
+        if (!ContainsAxis(unused, axis) || !take(axis, d)) continue;
         lead[d].push_back(Append{axis, d, false});
         EraseAxis(unused, axis);
       }
@@ -3897,7 +3893,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           // an all_reduce follows, which takes them without putting them in a dimension.
           if (last_all_reduce <= k + 1) {
             for (const std::string& axis : dropped) {
-              if (!Contains(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
+              if (!ContainsAxis(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
             }
           }
           break;

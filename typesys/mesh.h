@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
 // axis lists were about a third of its allocations (docs/benchmarks.md).
 using AxisList = absl::InlinedVector<std::string, 4>;
 
+inline bool ContainsAxis(const AxisList& list, std::string_view axis) {
+  return std::find(list.begin(), list.end(), axis) != list.end();
+}
+
 // std::erase_if and std::erase for an AxisList (the standard's overloads cover only its own
 // containers).
 template <typename Pred>
