@@ -524,7 +524,11 @@ absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& o
 
 int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op,
                       int64_t device) {
-  const int64_t bytes = LocalBytes(mesh, in);
+  return BytesReceived(mesh, in, op, device, LocalBytes(mesh, in));
+}
+
+int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op, int64_t device,
+                      int64_t bytes) {
   const int64_t k = mesh.GroupSize(op.mesh_axes);
   switch (op.kind) {
     case CollectiveKind::kAllSlice:

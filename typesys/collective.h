@@ -170,6 +170,11 @@ absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& o
 // source is another device; all_to_all_v the element bytes of the boxes `device` receives from
 // other devices. `op` must type-check on `in`.
 int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op, int64_t device);
+// The same where the caller has B: `in_bytes` must be LocalBytes(mesh, in) (metrics and
+// pricing walk a plan's types in order, and computing B again per use was a measurable share
+// of a call's latency).
+int64_t BytesReceived(const Mesh& mesh, const DistType& in, const Collective& op, int64_t device,
+                      int64_t in_bytes);
 
 }  // namespace reshard
 

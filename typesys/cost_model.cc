@@ -167,7 +167,12 @@ AxisCost CostModel::Between(const Mesh& mesh, int64_t a, int64_t b) const {
 }
 
 double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op) const {
-  const double bytes = static_cast<double>(LocalBytes(mesh, in));
+  return StepCostUs(mesh, in, op, LocalBytes(mesh, in));
+}
+
+double CostModel::StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op,
+                             int64_t in_bytes) const {
+  const double bytes = static_cast<double>(in_bytes);
   const double k = static_cast<double>(mesh.GroupSize(op.mesh_axes));
   const AxisCost group = Group(mesh, op.mesh_axes);
   switch (op.kind) {

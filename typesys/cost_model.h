@@ -96,6 +96,9 @@ class CostModel {
 
   // Modeled µs of `op` applied to `in` (op must type-check on in; see the table above).
   double StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op) const;
+  // The same where the caller has LocalBytes(mesh, in) (`in_bytes` must equal it).
+  double StepCostUs(const Mesh& mesh, const DistType& in, const Collective& op,
+                    int64_t in_bytes) const;
 
   // Canonical text "x=1.5:300,y=10:25" of the overrides; the default is printed as
   // "*=5:100" first when it differs from AxisCost{}.

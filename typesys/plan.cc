@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "typesys/check.h"
 #include "typesys/sub_axis.h"
 
@@ -69,13 +71,16 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
                        const CostModel& cost_model, int64_t lower_bound_bytes_total) {
   const int64_t n = mesh.num_devices();
   Metrics metrics;
-  metrics.peak_local_bytes = LocalBytes(mesh, source);
+  // Each type's local bytes once: a step's input is the previous step's result.
+  int64_t current_bytes = LocalBytes(mesh, source);
+  metrics.peak_local_bytes = current_bytes;
   std::vector<__int128> received(n, 0);
   __int128 everyone = 0;  // Received by every device (group collectives), besides `received`.
   const DistType* current = &source;
   double cost_us = 0;
   for (const Step& step : steps) {
-    cost_us += cost_model.StepCostUs(mesh, *current, step.op);
+    const int64_t step_bytes = LocalBytes(mesh, step.type);
+    cost_us += cost_model.StepCostUs(mesh, *current, step.op, current_bytes);
     if (step.op.kind == CollectiveKind::kAllToAllV) {
       // One pass over the transfers (BytesReceived per device would be quadratic).
       const int64_t element_bytes = ElementBytes(current->element_type);
@@ -86,20 +91,19 @@ Metrics ComputeMetrics(const Mesh& mesh, const DistType& source, const std::vect
         received[t.target] += v;
       }
       // Input and output buffers are both live during the exchange.
-      metrics.peak_local_bytes = std::max(metrics.peak_local_bytes,
-                                          LocalBytes(mesh, *current) + LocalBytes(mesh, step.type));
+      metrics.peak_local_bytes = std::max(metrics.peak_local_bytes, current_bytes + step_bytes);
     } else if (step.op.kind == CollectiveKind::kCollectivePermute) {
       // One pass over the pairs (BytesReceived per device would be quadratic).
-      const int64_t bytes = LocalBytes(mesh, *current);
       for (const auto& [s, t] : step.op.source_target_pairs) {
-        if (s != t && t >= 0 && t < n) received[t] += bytes;
+        if (s != t && t >= 0 && t < n) received[t] += current_bytes;
       }
     } else {
       // Every device of a group collective receives the same amount.
-      everyone += BytesReceived(mesh, *current, step.op, 0);
+      everyone += BytesReceived(mesh, *current, step.op, 0, current_bytes);
     }
-    metrics.peak_local_bytes = std::max(metrics.peak_local_bytes, LocalBytes(mesh, step.type));
+    metrics.peak_local_bytes = std::max(metrics.peak_local_bytes, step_bytes);
     current = &step.type;
+    current_bytes = step_bytes;
   }
   __int128 total = everyone * n, max = 0;
   for (__int128 r : received) {
@@ -142,7 +146,7 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
     int64_t weight;
   };
   auto terms_of = [&mesh](const DistType& type, const std::vector<int64_t>& local) {
-    std::vector<Term> terms;
+    absl::InlinedVector<Term, 8> terms;
     for (int i = 0; i < type.rank(); ++i) {
       int64_t stride = 1;
       const AxisList& axes = type.dims[i].axes;
@@ -154,14 +158,11 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
     }
     return terms;
   };
-  auto digit_of = [](const std::vector<int64_t>& coord, const Mesh::Digit& d) {
-    return coord[d.index] / d.stride % d.size;
-  };
-  const std::vector<Term> source_terms = terms_of(source, source_local);
-  const std::vector<Term> target_terms = terms_of(target, target_local);
+  const auto source_terms = terms_of(source, source_local);
+  const auto target_terms = terms_of(target, target_local);
   // Only the mesh axes the terms read tell devices' blocks apart; every tuple of their
   // coordinates stands for `alike` devices.
-  std::vector<int> walked;
+  absl::InlinedVector<int, 8> walked;
   int64_t alike = n;
   for (int a = 0; a < mesh.num_axes(); ++a) {
     auto reads = [a](const Term& t) { return t.digit.index == a; };
@@ -172,16 +173,24 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
     walked.push_back(a);
     alike /= mesh.axes()[a].size;
   }
-  std::vector<int64_t> coord(mesh.num_axes(), 0);
-  std::vector<int64_t> source_offset(target.rank()), target_offset(target.rank());
+  const int rank = target.rank();
+  absl::InlinedVector<int64_t, 8> buffers(mesh.num_axes() + 2 * rank, 0);
+  // (Raw pointers in the walk: InlinedVector's element access tests where the elements live.)
+  int64_t* const coord = buffers.data();
+  int64_t* const source_offset = coord + mesh.num_axes();
+  int64_t* const target_offset = source_offset + rank;
+  auto offsets = [coord](absl::Span<const Term> terms, int64_t* offset) {
+    for (const Term& t : terms) {
+      offset[t.dim] += coord[t.digit.index] / t.digit.stride % t.digit.size * t.weight;
+    }
+  };
   __int128 total = 0;
   for (int64_t d = 0; d < n / alike; ++d) {
-    std::fill(source_offset.begin(), source_offset.end(), 0);
-    std::fill(target_offset.begin(), target_offset.end(), 0);
-    for (const Term& t : source_terms) source_offset[t.dim] += digit_of(coord, t.digit) * t.weight;
-    for (const Term& t : target_terms) target_offset[t.dim] += digit_of(coord, t.digit) * t.weight;
+    std::fill(source_offset, target_offset + rank, 0);
+    offsets(source_terms, source_offset);
+    offsets(target_terms, target_offset);
     int64_t held = 1;
-    for (int i = 0; i < target.rank(); ++i) {
+    for (int i = 0; i < rank; ++i) {
       int64_t lo = std::max(source_offset[i], target_offset[i]);
       int64_t hi = std::min(source_offset[i] + source_local[i], target_offset[i] + target_local[i]);
       held *= std::max<int64_t>(0, hi - lo);
