@@ -88,46 +88,74 @@ bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
   return true;
 }
 
-}  // namespace
-
-absl::Status CheckSynthesizedPlan(const Plan& plan, const AxisRefinement* finest) {
-  if (HasSubAxes(plan.mesh, plan.source, plan.steps) || HasSubAxes(plan.mesh, plan.target)) {
-    // Placement keys are per mesh axis: check on the refinement (same devices and buffers).
-    if (finest != nullptr && finest->mesh() == plan.mesh) {
-      return CheckSynthesizedPlan(RefinePlanOn(*finest, plan));
-    }
-    absl::StatusOr<Plan> refined = RefinePlan(plan);
-    if (!refined.ok()) return refined.status();
-    return CheckSynthesizedPlan(*refined);
-  }
-  const Mesh& mesh = plan.mesh;
-  const DistType* current = &plan.source;
+// CheckSynthesizedPlan on a mesh without sub-axis references: `mesh` is plan.mesh, or
+// `refinement`'s refined mesh, onto which every type and op is then refined as the walk
+// reaches it (rather than building a refined Plan: its mesh, cost model and permute pairs
+// would be copied only to be read once).
+absl::Status CheckOn(const Mesh& mesh, const Plan& plan, const AxisRefinement* refinement) {
+  // Without a refinement the plan's own types are read in place; with one, `held[k]` holds
+  // refined copies (the current type and the step's).
+  DistType held[2];
+  auto on_mesh = [&](const DistType& type, DistType& storage) -> const DistType& {
+    if (refinement == nullptr) return type;
+    storage = refinement->Refine(type);
+    return storage;
+  };
+  const DistType* current = &on_mesh(plan.source, held[0]);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
-    absl::Status s = Validate(mesh, step.type);
+    const DistType& type = on_mesh(step.type, held[(i + 1) % 2]);
+    // A permute names no axes: its pairs are read where they are.
+    const bool renamed = refinement != nullptr && !step.op.mesh_axes.empty();
+    const Collective refined_op = renamed ? refinement->Refine(step.op) : Collective();
+    const Collective& op = renamed ? refined_op : step.op;
+    absl::Status s = Validate(mesh, type);
     if (s.ok()) {
-      if (step.op.kind == CollectiveKind::kCollectivePermute) {
+      if (op.kind == CollectiveKind::kCollectivePermute) {
         // The precise message, only when the fast check fails.
-        if (!PermuteRealises(mesh, *current, step.op, step.type)) {
-          s = CheckPermute(mesh, *current, step.op, step.type);
+        if (!PermuteRealises(mesh, *current, op, type)) {
+          s = CheckPermute(mesh, *current, op, type);
           if (s.ok()) s = absl::InternalError("fast permute check disagrees with CheckPermute");
         }
       } else {
-        s = CheckStep(mesh, *current, step.op, step.type);
+        s = CheckStep(mesh, *current, op, type);
       }
     }
     if (!s.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("step ", i + 1, " (", ToString(step.op), "): ", s.message()));
+          absl::StrCat("step ", i + 1, " (", ToString(op), "): ", s.message()));
     }
-    current = &step.type;
+    current = &type;
   }
-  if (!(plan.result() == plan.target)) {
-    return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(plan.result()),
-                                                   ", not at the target ",
-                                                   ToString(plan.target)));
+  // Refinement is a function: ends equal as written are equal refined.
+  const bool ends_alike = plan.steps.empty() ? plan.source == plan.target
+                                             : plan.steps.back().type == plan.target;
+  if (ends_alike) return absl::OkStatus();
+  DistType target_storage;
+  const DistType& target = on_mesh(plan.target, target_storage);
+  if (!(*current == target)) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ends at ", ToString(*current),
+                                                   ", not at the target ", ToString(target)));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckSynthesizedPlan(const Plan& plan, const AxisRefinement* finest) {
+  if (!HasSubAxes(plan.mesh, plan.source, plan.steps) && !HasSubAxes(plan.mesh, plan.target)) {
+    return CheckOn(plan.mesh, plan, nullptr);
+  }
+  // Placement keys are per mesh axis: check on a refinement (same devices and buffers).
+  if (finest != nullptr && finest->mesh() == plan.mesh) {
+    return CheckOn(finest->refined(), plan, finest);
+  }
+  AxisList refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
+  const AxisList target_refs = SubAxisRefs(plan.mesh, plan.target);
+  refs.insert(refs.end(), target_refs.begin(), target_refs.end());
+  absl::StatusOr<AxisRefinement> refinement = AxisRefinement::Create(plan.mesh, refs);
+  if (!refinement.ok()) return refinement.status();
+  return CheckOn(refinement->refined(), plan, &*refinement);
 }
 
 }  // namespace reshard::internal

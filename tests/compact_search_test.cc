@@ -1209,5 +1209,26 @@ TEST(CheckSynthesizedPlan, OnTheFinestRefinementAgreesOnSubAxisPlans) {
   EXPECT_GE(mutated, 4);
 }
 
+// The check's last test, that the plan ends at its target: on the types as written when they
+// are equal, else on the refinement, where a spelling of the same atoms passes and another
+// type fails.
+TEST(CheckSynthesizedPlan, EndsAtTheTargetUpToSpelling) {
+  const auto [mesh, plan, fine] =
+      SynthesizeWithFinest("x=2,y=4,z=4", "f32[1024{x,y},1024{z}]", "f32[1024{z},1024{x,y}]");
+  ASSERT_TRUE(fine.has_value());
+  ASSERT_FALSE(plan.steps.empty());
+  Plan respelled = plan;
+  respelled.target = test::T(mesh, "f32[1024{z},1024{x,y:(1)2,y:(2)2}]");
+  EXPECT_TRUE(internal::CheckSynthesizedPlan(respelled).ok());
+  EXPECT_TRUE(internal::CheckSynthesizedPlan(respelled, &*fine).ok());
+  Plan elsewhere = plan;
+  elsewhere.target = test::T(mesh, "f32[1024{z},1024{y,x}]");
+  for (const AxisRefinement* finest : {static_cast<const AxisRefinement*>(nullptr), &*fine}) {
+    const absl::Status s = internal::CheckSynthesizedPlan(elsewhere, finest);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("plan ends at"), std::string_view::npos) << s;
+  }
+}
+
 }  // namespace
 }  // namespace reshard
