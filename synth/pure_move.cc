@@ -83,8 +83,10 @@ uint64_t PackMoved(const Lists& lists, int concat, int count, int split) {
 struct Atoms {
   int64_t p = 0;
   int total = 0;
-  std::vector<int> first;                 // By mesh axis: the id of its major atom.
-  std::vector<int> count;                 // By mesh axis: how many atoms it has.
+  // By mesh axis (every axis has an atom, so there are at most kMaxAtoms; fixed arrays, as
+  // vectors cost six allocations per call): the id of its major atom, and how many it has.
+  std::array<int, kMaxAtoms> first{};
+  std::array<int, kMaxAtoms> count{};
   std::array<uint8_t, kMaxAtoms> axis{};  // By atom id: its mesh axis.
 };
 
@@ -110,8 +112,8 @@ std::optional<Atoms> MeshAtoms(const Mesh& mesh, bool sub_axes) {
       if (rest % p != 0) return std::nullopt;
     }
     if (atoms.total + count > kMaxAtoms) return std::nullopt;
-    atoms.first.push_back(atoms.total);
-    atoms.count.push_back(count);
+    atoms.first[a] = atoms.total;
+    atoms.count[a] = count;
     for (int i = 0; i < count; ++i) atoms.axis[atoms.total++] = static_cast<uint8_t>(a);
   }
   return atoms;

@@ -369,26 +369,56 @@ void EmitAscent(const DistType& to, const DistType& y, StepBuilder& builder) {
 // permute delivers LocalBytes(in) to each device whose placement changes, which is what its
 // minimal pairs do, so permutes are priced from their types (their pairs are built once, when
 // the plan is final: PairPermutes).
-int64_t StepBytes(const Mesh& mesh, const DistType& in, const Collective& op,
-                  const DistType& out) {
+// `in_bytes`: LocalBytes(mesh, in).
+int64_t StepBytes(const Mesh& mesh, const DistType& in, const Collective& op, const DistType& out,
+                  int64_t in_bytes) {
   switch (op.kind) {
     case CollectiveKind::kCollectivePermute:
-      return internal::MovedDevices(mesh, in, out) * LocalBytes(mesh, in);
+      return internal::MovedDevices(mesh, in, out) * in_bytes;
     case CollectiveKind::kAllToAllV: {
       int64_t total = 0;
       for (int64_t d = 0; d < mesh.num_devices(); ++d) total += BytesReceived(mesh, in, op, d);
       return total;
     }
     default:
-      return mesh.num_devices() * BytesReceived(mesh, in, op, 0);
+      return mesh.num_devices() * BytesReceived(mesh, in, op, 0, in_bytes);
   }
+}
+
+// LocalBytes(mesh, out) for a step `op` that takes a type of `in_bytes` local bytes to `out`,
+// from the typing rules where they fix it (a gather multiplies a dimension's local size by
+// the group size, a slice or reduce_scatter divides it, the rest keep it): the pricing loops
+// below walk a plan's types in order, and LocalBytes of each was a measurable share of a
+// valley's price.
+int64_t ResultBytes(const Mesh& mesh, const Collective& op, const DistType& out,
+                    int64_t in_bytes) {
+  int64_t bytes = in_bytes;
+  switch (op.kind) {
+    case CollectiveKind::kAllGather:
+      bytes = in_bytes * mesh.GroupSize(op.mesh_axes);
+      break;
+    case CollectiveKind::kAllSlice:
+    case CollectiveKind::kReduceScatter:
+      bytes = in_bytes / mesh.GroupSize(op.mesh_axes);
+      break;
+    case CollectiveKind::kAllToAllV:
+      return LocalBytes(mesh, out);
+    default:
+      break;
+  }
+#ifndef NDEBUG
+  RESHARD_CHECK(bytes == LocalBytes(mesh, out)) << ToString(op) << " to " << ToString(out);
+#endif
+  return bytes;
 }
 
 int64_t TotalBytes(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps) {
   int64_t total = 0;
   const DistType* current = &from;
+  int64_t bytes = LocalBytes(mesh, from);
   for (const Step& step : steps) {
-    total += StepBytes(mesh, *current, step.op, step.type);
+    total += StepBytes(mesh, *current, step.op, step.type, bytes);
+    bytes = ResultBytes(mesh, step.op, step.type, bytes);
     current = &step.type;
   }
   return total;
@@ -399,13 +429,13 @@ bool HasSizeOneAxis(const Mesh& mesh) {
                      [](const MeshAxis& axis) { return axis.size == 1; });
 }
 
-// Modeled µs of `op` on `in` (result `out`). A permute without pairs is priced as the pairs
-// MinimalPermute picks under `model` would be; under a uniform model that is alpha + B/bw
-// whenever any device moves, with no pass over the devices.
+// Modeled µs of `op` on `in` (result `out`; `in_bytes`: LocalBytes(mesh, in)). A permute
+// without pairs is priced as the pairs MinimalPermute picks under `model` would be; under a
+// uniform model that is alpha + B/bw whenever any device moves, with no pass over the devices.
 double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const DistType& out,
-              const CostModel& model) {
+              const CostModel& model, int64_t in_bytes) {
   if (op.kind != CollectiveKind::kCollectivePermute || !op.source_target_pairs.empty()) {
-    return model.StepCostUs(mesh, in, op);
+    return model.StepCostUs(mesh, in, op, in_bytes);
   }
   const bool uniform = model.UniformOn(mesh);
   // Under a uniform model only whether a device moves matters. On a mesh without axes of size
@@ -417,22 +447,29 @@ double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const 
   if (!moves) return 0;
   if (uniform) {
     const AxisCost cost = model.Axis(mesh.axes()[0].name);
-    return cost.alpha_us + cost.TransferUs(static_cast<double>(LocalBytes(mesh, in)));
+    return cost.alpha_us + cost.TransferUs(static_cast<double>(in_bytes));
   }
   // Where the types decide the price, no pairing is needed (MinimalPermute walks the devices:
   // ~30 M instructions on 24 576).
   if (std::optional<AxisCost> link = internal::ForcedPermuteLink(mesh, model, in, out)) {
-    return link->alpha_us + link->TransferUs(static_cast<double>(LocalBytes(mesh, in)));
+    return link->alpha_us + link->TransferUs(static_cast<double>(in_bytes));
   }
-  return model.StepCostUs(mesh, in, MinimalPermute(mesh, in, out, &model));
+  return model.StepCostUs(mesh, in, MinimalPermute(mesh, in, out, &model), in_bytes);
+}
+
+double StepUs(const Mesh& mesh, const DistType& in, const Collective& op, const DistType& out,
+              const CostModel& model) {
+  return StepUs(mesh, in, op, out, model, LocalBytes(mesh, in));
 }
 
 double CostUs(const Mesh& mesh, const DistType& from, const std::vector<Step>& steps,
               const CostModel& model) {
   double us = 0;
   const DistType* current = &from;
+  int64_t bytes = LocalBytes(mesh, from);
   for (const Step& step : steps) {
-    us += StepUs(mesh, *current, step.op, step.type, model);
+    us += StepUs(mesh, *current, step.op, step.type, model, bytes);
+    bytes = ResultBytes(mesh, step.op, step.type, bytes);
     current = &step.type;
   }
   return us;
@@ -444,8 +481,10 @@ std::vector<double> StepsUs(const Mesh& mesh, const DistType& from, const std::v
   std::vector<double> us;
   us.reserve(steps.size());
   const DistType* current = &from;
+  int64_t bytes = LocalBytes(mesh, from);
   for (const Step& step : steps) {
-    us.push_back(StepUs(mesh, *current, step.op, step.type, model));
+    us.push_back(StepUs(mesh, *current, step.op, step.type, model, bytes));
+    bytes = ResultBytes(mesh, step.op, step.type, bytes);
     current = &step.type;
   }
   return us;
@@ -3517,8 +3556,11 @@ std::optional<Plan> PureMovePlan(const Mesh& mesh, const DistType& from, const D
   plan.strategy = std::string(StrategyName(options.strategy));
   plan.steps = *std::move(steps);
   plan.cost_model = options.cost_model;
+  // The bound by the searches' walk (LackingElements: fewer tuples, no allocation), which
+  // reads whole axes only; types naming sub-axes take typesys's walk over the devices.
   plan.metrics = ComputeMetrics(mesh, plan.source, plan.steps, plan.cost_model,
-                                LowerBoundBytesTotal(mesh, from, to));
+                                named ? LowerBoundBytesTotal(mesh, from, to)
+                                      : internal::ComputeLowerBounds(mesh, from, to).bytes_total);
   DebugCheck(plan, "synthesized an ill-typed pure move");
   RESHARD_CHECK(plan.metrics.peak_local_bytes <= MemoryBoundBytes(mesh, from, to))
       << "pure move plan exceeds the memory bound";
