@@ -227,9 +227,10 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
   };
   absl::InlinedVector<Use, 8> uses;
   auto use_axis = [&](const std::string& axis, int dim) -> absl::Status {
-    const bool sub = IsSubAxisRef(axis);
-    if (sub || !mesh.HasAxis(axis)) {
-      if (!sub) {
+    // An axis of the mesh (a refined mesh's atoms are named like sub-axes) is looked up once.
+    const int index = mesh.AxisIndex(axis);
+    if (index < 0) {
+      if (!IsSubAxisRef(axis)) {
         return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ",
                                                        where(dim), " of ", text(), " (mesh is ",
                                                        mesh.ToString(), ")"));
@@ -239,7 +240,8 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
             absl::StrCat(s.message(), " in ", where(dim), " of ", text()));
       }
     }
-    const Mesh::Digit digit = mesh.Resolve(axis);
+    const Mesh::Digit digit =
+        index >= 0 ? Mesh::Digit{index, 1, mesh.axes()[index].size} : mesh.Resolve(axis);
     for (const Use& use : uses) {
       if (use.digit.index != digit.index) continue;
       if (*use.ref == axis) {
@@ -403,13 +405,9 @@ int64_t SummandSum(int64_t element, int64_t summands, int64_t modulus) {
 
 int AxisUse(const DistType& type, std::string_view axis) {
   for (int i = 0; i < type.rank(); ++i) {
-    for (const std::string& a : type.dims[i].axes) {
-      if (a == axis) return i;
-    }
+    if (ContainsAxis(type.dims[i].axes, axis)) return i;
   }
-  for (const std::string& a : type.partial) {
-    if (a == axis) return kPartial;
-  }
+  if (ContainsAxis(type.partial, axis)) return kPartial;
   return kUnused;
 }
 

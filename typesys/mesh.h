@@ -36,8 +36,18 @@ inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
 // axis lists were about a third of its allocations (docs/benchmarks.md).
 using AxisList = absl::InlinedVector<std::string, 4>;
 
+// a == b for axis names, without a call to memcmp for names that differ in their first byte
+// (the synthesizer compares one-letter names constantly, and std::string's == calls memcmp
+// whenever the lengths agree).
+inline bool SameAxisName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && (a.empty() || (a[0] == b[0] && a.substr(1) == b.substr(1)));
+}
+
 inline bool ContainsAxis(const AxisList& list, std::string_view axis) {
-  return std::find(list.begin(), list.end(), axis) != list.end();
+  for (const std::string& a : list) {
+    if (SameAxisName(a, axis)) return true;
+  }
+  return false;
 }
 
 // std::erase_if and std::erase for an AxisList (the standard's overloads cover only its own
@@ -69,8 +79,14 @@ std::string AxisRefName(const AxisRef& ref);
 // "x:(m)k" for axis x, pre m and size k (AxisRefName of a sub-axis, without building an
 // AxisRef: refinements name every atom this way).
 std::string SubAxisName(std::string_view axis, int64_t pre, int64_t size);
-// True when `ref` is written as a sub-axis (contains ':'); cheap, no parsing.
-inline bool IsSubAxisRef(std::string_view ref) { return ref.find(':') != std::string_view::npos; }
+// True when `ref` is written as a sub-axis (contains ':'); cheap, no parsing. (A loop, not
+// find(): names are a few bytes, and the call to memchr cost more than the scan.)
+inline bool IsSubAxisRef(std::string_view ref) {
+  for (const char c : ref) {
+    if (c == ':') return true;
+  }
+  return false;
+}
 
 struct MeshAxis {
   std::string name;
