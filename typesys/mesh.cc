@@ -228,12 +228,6 @@ Mesh::Digit Mesh::Resolve(std::string_view ref) const {
   return Digit{index, axes_[index].size / (parsed.pre * parsed.size), parsed.size};
 }
 
-int64_t Mesh::GroupSize(absl::Span<const std::string> axes) const {
-  int64_t size = 1;
-  for (const std::string& axis : axes) size *= AxisSize(axis);
-  return size;
-}
-
 std::vector<int64_t> Mesh::Coordinates(int64_t device) const {
   RESHARD_CHECK(device >= 0 && device < num_devices_) << "device " << device;
   std::vector<int64_t> coordinates(axes_.size());

@@ -145,8 +145,13 @@ class Mesh {
     const int index = AxisIndex(name);
     return index >= 0 ? axes_[index].size : Resolve(name).size;
   }
-  // Product of the sizes of known, distinct axis references (1 for an empty list).
-  int64_t GroupSize(absl::Span<const std::string> axes) const;
+  // Product of the sizes of known, distinct axis references (1 for an empty list). (Inline:
+  // every local size the synthesizer computes calls it.)
+  int64_t GroupSize(absl::Span<const std::string> axes) const {
+    int64_t size = 1;
+    for (const std::string& axis : axes) size *= AxisSize(axis);
+    return size;
+  }
 
   // OK when `ref` names an axis of this mesh, or is a sub-axis `x:(m)k` of one with k > 1 and
   // m·k dividing x's size. InvalidArgument naming the reference and the rule otherwise.
