@@ -128,9 +128,7 @@ absl::Status CheckOn(const Mesh& mesh, const Plan& plan, const AxisRefinement* r
     current = &type;
   }
   // Refinement is a function: ends equal as written are equal refined.
-  const bool ends_alike = plan.steps.empty() ? plan.source == plan.target
-                                             : plan.steps.back().type == plan.target;
-  if (ends_alike) return absl::OkStatus();
+  if (plan.result() == plan.target) return absl::OkStatus();
   DistType target_storage;
   const DistType& target = on_mesh(plan.target, target_storage);
   if (!(*current == target)) {
@@ -150,10 +148,7 @@ absl::Status CheckSynthesizedPlan(const Plan& plan, const AxisRefinement* finest
   if (finest != nullptr && finest->mesh() == plan.mesh) {
     return CheckOn(finest->refined(), plan, finest);
   }
-  AxisList refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
-  const AxisList target_refs = SubAxisRefs(plan.mesh, plan.target);
-  refs.insert(refs.end(), target_refs.begin(), target_refs.end());
-  absl::StatusOr<AxisRefinement> refinement = AxisRefinement::Create(plan.mesh, refs);
+  absl::StatusOr<AxisRefinement> refinement = AxisRefinement::Create(plan.mesh, SubAxisRefs(plan));
   if (!refinement.ok()) return refinement.status();
   return CheckOn(refinement->refined(), plan, &*refinement);
 }

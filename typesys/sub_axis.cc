@@ -170,6 +170,13 @@ AxisList SubAxisRefs(const Mesh& mesh, const DistType& source, absl::Span<const 
   return refs;
 }
 
+AxisList SubAxisRefs(const Plan& plan) {
+  AxisList refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
+  const AxisList target_refs = SubAxisRefs(plan.mesh, plan.target);
+  refs.insert(refs.end(), target_refs.begin(), target_refs.end());
+  return refs;
+}
+
 absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
                                                       absl::Span<const std::string> refs,
                                                       bool prime_factors) {
@@ -313,9 +320,7 @@ std::vector<Step> AxisRefinement::Refine(absl::Span<const Step> steps) const {
 }
 
 absl::StatusOr<Plan> RefinePlan(const Plan& plan) {
-  AxisList refs = SubAxisRefs(plan.mesh, plan.source, plan.steps);
-  const AxisList target_refs = SubAxisRefs(plan.mesh, plan.target);
-  refs.insert(refs.end(), target_refs.begin(), target_refs.end());
+  const AxisList refs = SubAxisRefs(plan);
   if (refs.empty()) return plan;
   absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(plan.mesh, refs);
   if (!r.ok()) return r.status();

@@ -64,6 +64,8 @@ AxisList SubAxisRefs(const Mesh& mesh, const DistType& type);
 // Of both endpoints of a resharding, `from`'s first.
 AxisList SubAxisRefs(const Mesh& mesh, const DistType& from, const DistType& to);
 AxisList SubAxisRefs(const Mesh& mesh, const DistType& source, absl::Span<const Step> steps);
+// Of a plan on plan.mesh: its source's, its steps' and its target's.
+AxisList SubAxisRefs(const Plan& plan);
 
 // True when every axis of `mesh` has prime size (or size 1): without sub-axis references the
 // prime-factor refinement of `mesh` is then `mesh` itself.
