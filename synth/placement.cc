@@ -541,8 +541,39 @@ std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type) {
   return roles;
 }
 
+// KeyRoles' per-axis weights (0 for an axis outside the key) into `weights`, one per mesh
+// axis, without building the roles: MovedDevices prices every permute of every candidate
+// valley, and the role vectors were most of its cost.
+void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights) {
+  std::fill(weights, weights + mesh.num_axes(), 0);
+  // Partial axes are the key's least significant digits, the last axis fastest; the
+  // dimensions' block indices follow, the last dimension least significant.
+  int64_t factor = 1;
+  for (int a = mesh.num_axes() - 1; a >= 0; --a) {
+    if (ContainsAxis(type.partial, mesh.axes()[a].name)) {
+      weights[a] = factor;
+      factor *= mesh.axes()[a].size;
+    }
+  }
+  for (int i = type.rank() - 1; i >= 0; --i) {
+    const AxisList& axes = type.dims[i].axes;
+    for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+      const int index = mesh.WholeAxisIndex(*a);
+      weights[index] = factor;
+      factor *= mesh.axes()[index].size;
+    }
+  }
+}
+
 int64_t MovedDevices(const Mesh& mesh, const DistType& in, const DistType& out, int64_t* work) {
-  return MovedDevicesFromRoles(mesh, KeyRoles(mesh, in), KeyRoles(mesh, out), work);
+  absl::InlinedVector<int64_t, 16> w_in(mesh.num_axes()), w_out(mesh.num_axes());
+  KeyWeights(mesh, in, w_in.data());
+  KeyWeights(mesh, out, w_out.data());
+#ifndef NDEBUG
+  RESHARD_CHECK(w_in == WeightsOf(KeyRoles(mesh, in)) && w_out == WeightsOf(KeyRoles(mesh, out)))
+      << "KeyWeights disagrees with KeyRoles";
+#endif
+  return MovedDevicesFromWeights(mesh, w_in, w_out, work);
 }
 
 PlacementKeyBytes::PlacementKeyBytes(const Mesh& mesh) : devices_(mesh.num_devices()) {

@@ -525,13 +525,18 @@ int64_t PermutePricingWork(const Mesh& mesh, const CostModel* model) {
   return model == nullptr || model->UniformOn(mesh) ? 0 : kPermutePricingWork * mesh.num_devices();
 }
 
-// One permute from `in` to `out` (pairs built when the plan is final), with its total bytes and
-// (with `model`) its modeled µs.
+// The price of one permute from `in` to `out` (pairs built when the plan is final): its total
+// bytes and (with `model`) its modeled µs. Priced without its step (PermuteSteps), which most
+// callers never take: a middle search usually finds something cheaper.
 struct PricedPermute {
-  std::vector<Step> steps;
   int64_t bytes = 0;
   double us = 0;
 };
+
+// The steps of that permute.
+std::vector<Step> PermuteSteps(const DistType& out) {
+  return {Step{Collective::Permute({}), out}};
+}
 
 // The permute from `in` to `out` where their local shapes and partial axes agree (then one
 // always exists); nullopt otherwise.
@@ -541,10 +546,12 @@ std::optional<PricedPermute> OnePermute(const Mesh& mesh, const DistType& in, co
       PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) {
     return std::nullopt;
   }
+  // TotalBytes and CostUs of PermuteSteps(out).
+  const int64_t in_bytes = LocalBytes(mesh, in);
+  const Collective op = Collective::Permute({});
   PricedPermute permute;
-  permute.steps = {Step{Collective::Permute({}), out}};
-  permute.bytes = TotalBytes(mesh, in, permute.steps);
-  if (model != nullptr) permute.us = CostUs(mesh, in, permute.steps, *model);
+  permute.bytes = StepBytes(mesh, in, op, out, in_bytes);
+  if (model != nullptr) permute.us = StepUs(mesh, in, op, out, *model, in_bytes);
   return permute;
 }
 
@@ -1206,7 +1213,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     left.states -= stats.states_settled;
     left.work -= stats.work;
     if (!middle.ok() && permute) {
-      middle = std::move(permute->steps);
+      middle = PermuteSteps(c.y);
       path.known = true;
       path.bytes = permute->bytes;
       path.step_us.assign(model != nullptr ? 1 : 0, permute->us);
@@ -2101,7 +2108,7 @@ absl::StatusOr<std::vector<Step>> NormalValleys(
   }
   // Same local shape and partial axes: one permute is always possible (and often best).
   if (std::optional<PricedPermute> permute = OnePermute(mesh, from, to, model)) {
-    consider(std::move(permute->steps), permute->bytes, permute->us);
+    consider(PermuteSteps(to), permute->bytes, permute->us);
   }
   // No plan receives less than the lower bound: stop as soon as one reaches it.
   // In time mode, likewise for TimeLowerBoundUs without its slice bound (a walk over slices
