@@ -541,9 +541,8 @@ std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type) {
   return roles;
 }
 
-// KeyRoles' per-axis weights (0 for an axis outside the key) into `weights`, one per mesh
-// axis, without building the roles: MovedDevices prices every permute of every candidate
-// valley, and the role vectors were most of its cost.
+// (Built without the roles: MovedDevices prices every permute of every candidate valley,
+// and the role vectors were most of its cost.)
 void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights) {
   std::fill(weights, weights + mesh.num_axes(), 0);
   // Partial axes are the key's least significant digits, the last axis fastest; the

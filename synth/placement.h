@@ -53,6 +53,11 @@ struct AxisRole {
 // many (a search relaxing a permute class) build each type's roles once.
 std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type);
 
+// KeyRoles' weights without the roles: writes mesh.num_axes() values to `weights`, the
+// weight of each axis (0 for an axis outside the key). key(d) = sum over the axes of
+// coord_a(d) * weights[a]. For callers that only count or compare keys.
+void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights);
+
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
 // most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
 inline constexpr int64_t kKeyByteDevices = 256;

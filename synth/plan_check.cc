@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "synth/placement.h"
 #include "typesys/collective.h"
 #include "typesys/dist_type.h"
 #include "typesys/mesh.h"
@@ -15,37 +16,12 @@
 namespace reshard::internal {
 namespace {
 
-// Placement key weights of a valid type (placement.cc's KeyRoles): key(d) = sum over the
-// axes of coord_a(d) * weight[a]; it packs the block index of every dimension and the summand
-// index, with the radices of `type`. Two types with the same local shape and partial axes
-// have the same radices, so their keys agree exactly where block and summand agree.
-std::vector<int64_t> KeyWeights(const Mesh& mesh, const DistType& type) {
-  const int num_axes = mesh.num_axes();
-  std::vector<int64_t> weight(num_axes, 0);
-  std::vector<bool> partial(num_axes, false);
-  for (const std::string& axis : type.partial) partial[mesh.WholeAxisIndex(axis)] = true;
-  int64_t factor = 1;
-  for (int a = num_axes - 1; a >= 0; --a) {
-    if (partial[a]) {
-      weight[a] = factor;
-      factor *= mesh.axes()[a].size;
-    }
-  }
-  for (int i = type.rank() - 1; i >= 0; --i) {
-    int64_t stride = factor;
-    const AxisList& axes = type.dims[i].axes;
-    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
-      const int a = mesh.WholeAxisIndex(*it);
-      weight[a] = stride;
-      stride *= mesh.axes()[a].size;
-    }
-    factor = stride;
-  }
-  return weight;
-}
-
-// Every device's key, in id order (odometer over the coordinates).
-std::vector<int64_t> Keys(const Mesh& mesh, const std::vector<int64_t>& weight) {
+// Every device's placement key for `type` (KeyWeights), in id order (odometer over the
+// coordinates). Two types with the same local shape and partial axes have the same radices,
+// so their keys agree exactly where block and summand agree.
+std::vector<int64_t> Keys(const Mesh& mesh, const DistType& type) {
+  std::vector<int64_t> weight(mesh.num_axes());
+  KeyWeights(mesh, type, weight.data());
   const int k = mesh.num_axes();
   const int64_t n = mesh.num_devices();
   std::vector<int64_t> keys(n);
@@ -76,8 +52,8 @@ bool PermuteRealises(const Mesh& mesh, const DistType& in, const Collective& op,
   }
   if (PartialInMeshOrder(mesh, in) != PartialInMeshOrder(mesh, out)) return false;
   if (!SameLocalShape(mesh, in, out)) return false;
-  const std::vector<int64_t> key_in = Keys(mesh, KeyWeights(mesh, in));
-  const std::vector<int64_t> key_out = Keys(mesh, KeyWeights(mesh, out));
+  const std::vector<int64_t> key_in = Keys(mesh, in);
+  const std::vector<int64_t> key_out = Keys(mesh, out);
   const int64_t n = mesh.num_devices();
   std::vector<int64_t> source_of(n);
   for (int64_t d = 0; d < n; ++d) source_of[d] = d;

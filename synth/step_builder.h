@@ -77,6 +77,8 @@ class StepBuilder {
 
   const DistType& current() const { return current_; }
   std::vector<Step>& steps() { return steps_; }
+  // The current type, moved out, for a caller done with the builder (it is left empty).
+  DistType TakeCurrent() { return std::move(current_); }
 
  private:
   const Mesh& mesh_;

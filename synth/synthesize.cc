@@ -1059,13 +1059,13 @@ struct ValleyHalves {
   std::deque<Up> ups;
 };
 
-// The half `builder` built from `start`, priced: under the time objective as chains (the
-// gathers, scatters and reductions over several axes cost what they will once split), as the
-// plans in hand are ranked (NormalValleys).
+// The half `builder` built from `start` (taken from the builder), priced: under the time
+// objective as chains (the gathers, scatters and reductions over several axes cost what they
+// will once split), as the plans in hand are ranked (NormalValleys).
 ValleyHalf Half(const Mesh& mesh, const DistType& start, StepBuilder& builder,
                 const CostModel* model) {
   ValleyHalf half;
-  half.end = builder.current();
+  half.end = builder.TakeCurrent();
   half.steps = std::move(builder.steps());
   half.bytes = TotalBytes(mesh, start, half.steps);
   if (model != nullptr) {
