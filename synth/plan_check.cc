@@ -94,7 +94,7 @@ absl::Status CheckOn(const Mesh& mesh, const Plan& plan, const AxisRefinement* r
           if (s.ok()) s = absl::InternalError("fast permute check disagrees with CheckPermute");
         }
       } else {
-        s = CheckStep(mesh, *current, op, type);
+        s = CheckStepOnMeshAxes(mesh, *current, op, type);
       }
     }
     if (!s.ok()) {

@@ -159,6 +159,17 @@ absl::StatusOr<DistType> ApplyRuleUnlabelled(const Mesh& mesh, const DistType& i
   return out;
 }
 
+// ApplyRule where `in` and `op` name only axes of `mesh`.
+absl::StatusOr<DistType> ApplyRuleOnMeshAxes(const Mesh& mesh, const DistType& in,
+                                             const Collective& op) {
+  absl::StatusOr<DistType> out = ApplyRuleUnlabelled(mesh, in, op);
+  if (!out.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ToString(op), " on ", ToString(in), ": ", out.status().message()));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view CollectiveName(CollectiveKind kind) {
@@ -338,12 +349,7 @@ absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const C
     if (!out.ok()) return out.status();
     return Canonicalize(mesh, *out);
   }
-  absl::StatusOr<DistType> out = ApplyRuleUnlabelled(mesh, in, op);
-  if (!out.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ToString(op), " on ", ToString(in), ": ", out.status().message()));
-  }
-  return out;
+  return ApplyRuleOnMeshAxes(mesh, in, op);
 }
 
 namespace {
@@ -513,11 +519,16 @@ absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& o
     refs.insert(refs.end(), more.begin(), more.end());
     absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
     if (!r.ok()) return r.status();
-    return CheckStep(r->refined(), r->Refine(in), r->Refine(op), r->Refine(out));
+    return CheckStepOnMeshAxes(r->refined(), r->Refine(in), r->Refine(op), r->Refine(out));
   }
+  return CheckStepOnMeshAxes(mesh, in, op, out);
+}
+
+absl::Status CheckStepOnMeshAxes(const Mesh& mesh, const DistType& in, const Collective& op,
+                                 const DistType& out) {
   if (op.kind == CollectiveKind::kCollectivePermute) return CheckPermute(mesh, in, op, out);
   if (op.kind == CollectiveKind::kAllToAllV) return CheckAllToAllV(mesh, in, op, out);
-  absl::StatusOr<DistType> expected = ApplyRule(mesh, in, op);
+  absl::StatusOr<DistType> expected = ApplyRuleOnMeshAxes(mesh, in, op);
   if (!expected.ok()) return expected.status();
   if (!(*expected == out)) {
     return absl::InvalidArgumentError(absl::StrCat(ToString(op), " on ", ToString(in),

@@ -163,6 +163,11 @@ absl::Status CheckAllToAllV(const Mesh& mesh, const DistType& in, const Collecti
 // `op` takes `in` to `out`: ApplyRule(...) == out, or CheckPermute / CheckAllToAllV.
 absl::Status CheckStep(const Mesh& mesh, const DistType& in, const Collective& op,
                        const DistType& out);
+// CheckStep where `in`, `op` and `out` name only axes of `mesh`, no sub-axis references (e.g.
+// types refined onto a mesh of atoms): the same verdict, without looking for references to
+// refine, which was a third of the step checks of plans Synthesize returns.
+absl::Status CheckStepOnMeshAxes(const Mesh& mesh, const DistType& in, const Collective& op,
+                                 const DistType& out);
 
 // Bytes device `device` receives when `op` runs on a value of type `in` (DESIGN §2 table; B is
 // in's local bytes, k the group size): all_slice 0; all_gather (k-1)B; all_to_all and
