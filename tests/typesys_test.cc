@@ -401,6 +401,27 @@ TEST(CostModelTest, FastestSkipsSizeOneAxes) {
   EXPECT_EQ(model->Fastest(M("u=1")), (AxisCost{0.5, 900}));
 }
 
+TEST(CostModelTest, UniformOnComparesTheMeshAxesOnly) {
+  const Mesh mesh = M("x=2,y=4");
+  EXPECT_TRUE(CostModel().UniformOn(mesh));  // The default model has no per-axis entries.
+  auto parsed = [](const char* text) {
+    absl::StatusOr<CostModel> model = ParseCostModel(text);
+    EXPECT_TRUE(model.ok()) << text << ": " << model.status();
+    return model.ok() ? *model : CostModel();
+  };
+  EXPECT_TRUE(parsed("*=2:50").UniformOn(mesh));
+  EXPECT_TRUE(parsed("x=5:100,y=5:100").UniformOn(mesh));
+  EXPECT_TRUE(parsed("z=1:300").UniformOn(mesh));  // z is not on this mesh.
+  EXPECT_FALSE(parsed("y=1:300").UniformOn(mesh));
+  EXPECT_FALSE(parsed("x=5:100,y=5:50").UniformOn(mesh));
+  // A refined mesh's atoms take their axis's links.
+  const absl::StatusOr<AxisRefinement> atoms =
+      AxisRefinement::Create(M("x=4,y=4"), {}, /*prime_factors=*/true);
+  ASSERT_TRUE(atoms.ok()) << atoms.status();
+  EXPECT_TRUE(parsed("x=1:300,y=1:300").UniformOn(atoms->refined()));
+  EXPECT_FALSE(parsed("x=1:300").UniformOn(atoms->refined()));
+}
+
 TEST(CostModelTest, ParseErrors) {
   EXPECT_FALSE(ParseCostModel("x=1").ok());
   EXPECT_FALSE(ParseCostModel("x=1:0").ok());

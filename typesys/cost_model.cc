@@ -131,6 +131,9 @@ AxisCost CostModel::Fastest(const Mesh& mesh) const {
 }
 
 bool CostModel::UniformOn(const Mesh& mesh) const {
+  // The default model, without per-axis entries, is uniform on every mesh: the synthesizers
+  // ask this per candidate.
+  if (axes_.empty()) return true;
   for (const MeshAxis& axis : mesh.axes()) {
     if (!(Axis(axis.name) == Axis(mesh.axes()[0].name))) return false;
   }
