@@ -55,7 +55,8 @@ std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type);
 
 // KeyRoles' weights without the roles: writes mesh.num_axes() values to `weights`, the
 // weight of each axis (0 for an axis outside the key). key(d) = sum over the axes of
-// coord_a(d) * weights[a]. For callers that only count or compare keys.
+// coord_a(d) * weights[a]. For callers that only count or compare keys (MovedDevices prices
+// every permute of every candidate valley: role vectors were most of its cost).
 void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights);
 
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
