@@ -75,10 +75,11 @@ const std::vector<Case>& NamedCases() {
       for (size_t a = 0; a < axes.size(); ++a) axes[a].name = kNames[a];
       absl::StatusOr<Mesh> mesh = Mesh::Create(axes);
       if (!mesh.ok()) continue;
-      auto rename = [&](std::string& axis) {
-        const size_t colon = axis.find(':');
-        const int a = c.mesh.AxisIndex(std::string_view(axis).substr(0, colon));
-        axis = kNames[a] + (colon == std::string::npos ? std::string() : axis.substr(colon));
+      auto rename = [&](AxisName& axis) {
+        const std::string_view text = axis;
+        const size_t colon = text.find(':');
+        const int a = c.mesh.AxisIndex(text.substr(0, colon));
+        axis = kNames[a] + std::string(colon == std::string_view::npos ? "" : text.substr(colon));
       };
       auto renamed = [&](DistType type) {
         for (Dim& dim : type.dims) std::for_each(dim.axes.begin(), dim.axes.end(), rename);

@@ -40,7 +40,7 @@ std::string Print(const T& value) {
 
 std::vector<mesh::MeshAxis> AxisIndices(const Mesh& m, const AxisList& names) {
   std::vector<mesh::MeshAxis> indices;
-  for (const std::string& name : names) indices.push_back(m.AxisIndex(name));
+  for (const AxisName& name : names) indices.push_back(m.AxisIndex(name));
   return indices;
 }
 
@@ -62,8 +62,8 @@ absl::StatusOr<AxisList> AxisNames(const Mesh& m, llvm::ArrayRef<int16_t> axes,
 // The first reference in `plan` that is not an axis of `m` (a sub-axis), or "".
 std::string FirstNonAxis(const Mesh& m, const Plan& plan) {
   auto first = [&](const AxisList& refs) -> std::string {
-    for (const std::string& ref : refs) {
-      if (!m.HasAxis(ref)) return ref;
+    for (const AxisName& ref : refs) {
+      if (!m.HasAxis(ref)) return ref.str();
     }
     return "";
   };
@@ -176,7 +176,7 @@ mlir::mesh::MeshShardingAttr ToShardingAttr(mlir::MLIRContext* context, llvm::St
   mesh::removeTrailingEmptySubArray(split);
   if (split.empty()) split.emplace_back();  // `[[]]`: the parser needs one entry.
   llvm::SmallVector<mesh::MeshAxis> partial;
-  for (const std::string& axis : PartialInMeshOrder(m, type)) partial.push_back(m.AxisIndex(axis));
+  for (const AxisName& axis : PartialInMeshOrder(m, type)) partial.push_back(m.AxisIndex(axis));
   return mesh::MeshShardingAttr::get(context, mlir::FlatSymbolRefAttr::get(context, mesh_name),
                                      split, partial, mesh::ReductionKind::Sum);
 }

@@ -60,7 +60,7 @@ struct Axes {
 
 Axes Resolve(const Mesh& mesh, const AxisList& names) {
   Axes axes;
-  for (const std::string& name : names) {
+  for (const AxisName& name : names) {
     int a = mesh.AxisIndex(name);
     axes.index.push_back(a);
     axes.size.push_back(mesh.axes()[a].size);
@@ -734,10 +734,10 @@ absl::Status CheckInputs(const Mesh& mesh, const DistType& source, const DistTyp
                                                      i, "'s global size"));
     }
   }
-  for (const std::string& axis : target.partial) {
+  for (const AxisName& axis : target.partial) {
     if (AxisUse(source, axis) != kPartial) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "target ", ToString(target), " is partial over '", axis, "' but source ",
+          "target ", ToString(target), " is partial over '", Absl(axis), "' but source ",
           ToString(source), " is not: no collective creates a pending sum"));
     }
   }
@@ -824,7 +824,7 @@ absl::StatusOr<PlanCertificate> CertifyPlan(const Mesh& mesh, const DistType& so
   AxisList source_partial = PartialInMeshOrder(mesh, source);
   std::vector<int> kept, all_partial;
   int64_t reduced_size = 1;
-  for (const std::string& axis : source_partial) {
+  for (const AxisName& axis : source_partial) {
     int a = mesh.AxisIndex(axis);
     all_partial.push_back(a);
     if (AxisUse(target, axis) == kPartial) {

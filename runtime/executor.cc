@@ -450,7 +450,7 @@ absl::Status Executor::AllReduce(const AxisList& axes, LocalArray& buffer) {
   sum_over.partial = axes;
   if (absl::Status s = Validate(mesh_, sum_over); !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cannot sum over {", absl::StrJoin(axes, ","), "}: ", s.message()));
+        absl::StrCat("cannot sum over {", JoinAxes(axes, ","), "}: ", s.message()));
   }
   if (buffer.num_elements() > INT_MAX) {
     return absl::InvalidArgumentError("buffer exceeds MPI's int count limit");

@@ -28,7 +28,7 @@
 namespace reshard {
 namespace {
 
-bool IsPrefix(absl::Span<const std::string> prefix, absl::Span<const std::string> list) {
+bool IsPrefix(absl::Span<const AxisName> prefix, absl::Span<const AxisName> list) {
   return prefix.size() <= list.size() && std::equal(prefix.begin(), prefix.end(), list.begin());
 }
 
@@ -114,7 +114,7 @@ struct Place {
   bool operator==(const Place&) const = default;
 };
 
-Place PlaceOf(const DistType& type, const std::string& axis) {
+Place PlaceOf(const DistType& type, const AxisName& axis) {
   for (int i = 0; i < type.rank(); ++i) {
     const AxisList& list = type.dims[i].axes;
     auto it = std::find(list.begin(), list.end(), axis);
@@ -125,7 +125,7 @@ Place PlaceOf(const DistType& type, const std::string& axis) {
 
 // An axis sharding a dimension is in place when the target has it at the same position of
 // the same dimension behind the same axes.
-bool InPlace(const DistType& c, const DistType& to, const std::string& axis) {
+bool InPlace(const DistType& c, const DistType& to, const AxisName& axis) {
   Place p = PlaceOf(c, axis);
   if (p.dim < 0 || !(PlaceOf(to, axis) == p)) return false;
   return std::equal(c.dims[p.dim].axes.begin(), c.dims[p.dim].axes.begin() + p.pos + 1,
@@ -143,7 +143,7 @@ bool InPlace(const DistType& c, const DistType& to, const std::string& axis) {
 // with every step it applies, so callers collect what they apply first).
 class AxisDiff {
  public:
-  using Axes = absl::Span<const std::string>;
+  using Axes = absl::Span<const AxisName>;
 
   AxisDiff(const DistType& current, const DistType& to) : current_(current), to_(to) {
     for (int d = 0; d < current.rank(); ++d) {
@@ -159,7 +159,7 @@ class AxisDiff {
   Axes out(int d) const { return Axes(to_.dims[d].axes).subspan(common_[d]); }
   Axes prefix(int d) const { return Axes(to_.dims[d].axes).first(common_[d]); }
   // The dimension and index of an atom in `out`, or {-1, -1}.
-  std::pair<int, int> OutPlace(const std::string& atom) const {
+  std::pair<int, int> OutPlace(const AxisName& atom) const {
     for (int d = 0; d < to_.rank(); ++d) {
       const Axes o = out(d);
       auto it = std::find(o.begin(), o.end(), atom);
@@ -206,7 +206,7 @@ void ShardyReduce(const Mesh& mesh, const DistType& to, StepBuilder& b) {
       run.push_back(want[k]);
     }
     if (run.empty() || !b.TryApply(Collective::ReduceScatter(run, d))) continue;
-    EraseAxesIf(pending, [&](const std::string& a) { return ContainsAxis(run, a); });
+    EraseAxesIf(pending, [&](const AxisName& a) { return ContainsAxis(run, a); });
   }
   if (!pending.empty()) b.Apply(Collective::AllReduce(pending));
 }
@@ -225,7 +225,7 @@ bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
     capacity[d] = out / std::gcd(in, out);
   }
   std::vector<AxisList> slicing(rank);
-  auto take = [&](const std::string& atom, int d) {
+  auto take = [&](const AxisName& atom, int d) {
     const int64_t size = mesh.AxisSize(atom);
     const int64_t local = next.dims[d].size / mesh.GroupSize(next.dims[d].axes);
     if (capacity[d] % size != 0 || local % size != 0) return false;
@@ -236,7 +236,7 @@ bool ShardySlice(const Mesh& mesh, const DistType& to, StepBuilder& b) {
   };
   AxisList leftover;
   for (int d = 0; d < rank; ++d) {
-    for (const std::string& atom : diff.out(d)) {
+    for (const AxisName& atom : diff.out(d)) {
       if (AxisUse(next, atom) != kUnused) continue;
       if (!take(atom, d)) leftover.push_back(atom);
     }
@@ -269,13 +269,13 @@ bool ShardyShouldPermute(const Mesh& mesh, const DistType& current, const AxisDi
         Divides(mesh.AxisSize(in.front()), mesh.AxisSize(out.front()))) {
       return true;
     }
-    for (const std::string& atom : out) {
+    for (const AxisName& atom : out) {
       if (AxisUse(current, atom) == kUnused) out_size = mesh.AxisSize(atom);
     }
     int last_dim = -1;  // Target dimension of the previous atom (-1: none or to gather).
     int last_index = 0;
     std::vector<bool> seen(rank, false);
-    for (const std::string& atom : in) {
+    for (const AxisName& atom : in) {
       const auto [od, index] = diff.OutPlace(atom);
       if (od >= 0) {
         if ((od == d || seen[od]) && (last_dim != od || index != last_index + 1)) return true;
@@ -323,7 +323,7 @@ bool ShardyPermute(const Mesh& mesh, const DistType& to, bool paired, StepBuilde
     // the rest to the front, so step 3 below puts the latter back where they were.
     int64_t used = initial / capacity[d];
     AxisList gather, front;
-    for (const std::string& atom : diff.in(d)) {
+    for (const AxisName& atom : diff.in(d)) {
       if (diff.OutPlace(atom).first >= 0) continue;
       const int64_t size = mesh.AxisSize(atom);
       if (used > 1 && used % size == 0) {

@@ -271,11 +271,11 @@ class Compact {
     if (mesh.num_axes() > kMaxAxes || from.rank() == 0 || from.rank() > kMaxRank) return false;
     for (const DistType* type : {&from, &to}) {
       for (const Dim& dim : type->dims) {
-        for (const std::string& axis : dim.axes) {
+        for (const AxisName& axis : dim.axes) {
           if (mesh.AxisIndex(axis) < 0) return false;  // A sub-axis.
         }
       }
-      for (const std::string& axis : type->partial) {
+      for (const AxisName& axis : type->partial) {
         if (mesh.AxisIndex(axis) < 0) return false;
       }
     }
@@ -321,12 +321,12 @@ class Compact {
     c.rank = static_cast<uint8_t>(type.rank());
     int slot = 0;
     for (int i = 0; i < type.rank(); ++i) {
-      for (const std::string& axis : type.dims[i].axes) {
+      for (const AxisName& axis : type.dims[i].axes) {
         c.ax[slot++] = static_cast<uint8_t>(mesh_.AxisIndex(axis));
       }
       c.end[i] = static_cast<uint8_t>(slot);
     }
-    for (const std::string& axis : type.partial) c.partial |= 1u << mesh_.AxisIndex(axis);
+    for (const AxisName& axis : type.partial) c.partial |= 1u << mesh_.AxisIndex(axis);
     return c;
   }
   DistType Decode(const CType& c) const {

@@ -949,7 +949,7 @@ LowerBounds LowerBoundsTo::operator()(const DistType& from) const {
 std::pair<int64_t, int64_t> LowerBoundsTo::PendingAndPieces(
     const DistType& from, const std::vector<int64_t>& from_local) const {
   int64_t pending = 1;
-  for (const std::string& axis : from.partial) {
+  for (const AxisName& axis : from.partial) {
     if (AxisUse(to_, axis) != kPartial) pending *= mesh_.AxisSize(axis);
   }
   return {pending, PiecesNeeded(from_local, to_local_, pending)};
@@ -1142,7 +1142,7 @@ namespace {
 // `axis` of `mesh` (of size >= 2): see CrossingAlphaUs.
 bool MustCross(const Mesh& mesh, const DistType& from, const DistType& to,
                const std::vector<int64_t>& from_local, const std::vector<int64_t>& to_local,
-               const std::string& axis) {
+               const AxisName& axis) {
   if (ContainsAxis(from.partial, axis) && !ContainsAxis(to.partial, axis)) return true;
   // The stride of `axis` in dimension i of `type` (local size `local` there): `local` times
   // the sizes of the axes after it; 0 when it is not there.

@@ -23,7 +23,7 @@ void Put(std::string& key, std::string_view text) {
 
 void Put(std::string& key, const AxisList& axes) {
   Put(key, static_cast<int64_t>(axes.size()));
-  for (const std::string& axis : axes) Put(key, axis);
+  for (const AxisName& axis : axes) Put(key, axis);
 }
 
 // The structured bindings here and below stop compiling when a field is added to what they

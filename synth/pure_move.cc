@@ -164,7 +164,7 @@ std::optional<uint64_t> PackType(const Mesh& mesh, const Atoms& atoms, const Dis
       key |= kSeparator << shift;
       shift += 4;
     }
-    for (const std::string& name : type.dims[d].axes) {
+    for (const AxisName& name : type.dims[d].axes) {
       const Mesh::Digit digit = mesh.Resolve(name);
       if (digit.index < 0) return std::nullopt;
       const int count = atoms.count[digit.index];

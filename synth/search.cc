@@ -53,12 +53,12 @@ int64_t LocalDim(const Mesh& mesh, const DistType& type, int dim) {
 double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& type,
                     const DistType& to, int64_t* work) {
   int64_t layers = 1;  // Summand layers: the product of the partial axes' sizes.
-  for (const std::string& axis : type.partial) {
+  for (const AxisName& axis : type.partial) {
     const int64_t size = mesh.AxisSize(axis);
     if (size > 1 && !ContainsAxis(to.partial, axis)) return 0;
     layers *= size;
   }
-  for (const std::string& axis : to.partial) {
+  for (const AxisName& axis : to.partial) {
     if (mesh.AxisSize(axis) > 1 && !ContainsAxis(type.partial, axis)) return 0;
   }
   const int k = mesh.num_axes();
@@ -77,7 +77,7 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
            gbps, sizes, eligible, model.Fastest(mesh).gbps, mesh.num_devices(), layers)) {
     auto digits = [&](const AxisList& axes, internal::SliceDigits& out) {
       out.count = 0;
-      for (const std::string& axis : axes) {
+      for (const AxisName& axis : axes) {
         const int a = mesh.WholeAxisIndex(axis);
         if (sizes[a] > 1) out.Add(sizes[a], set.slot[a]);
       }
@@ -274,10 +274,10 @@ class Searcher {
       key.push_back(static_cast<char>(v));
     };
     for (const Dim& dim : type.dims) {
-      for (const std::string& axis : dim.axes) put(mesh_.AxisIndex(axis) + 1);
+      for (const AxisName& axis : dim.axes) put(mesh_.AxisIndex(axis) + 1);
       key.push_back(0);
     }
-    for (const std::string& axis : type.partial) put(mesh_.AxisIndex(axis) + 1);
+    for (const AxisName& axis : type.partial) put(mesh_.AxisIndex(axis) + 1);
     return key;
   }
 
@@ -357,7 +357,7 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s,
   if (options_.class_cache != nullptr) {
     std::vector<int64_t> sizes;
     for (const Dim& dim : s.dims) sizes.push_back(dim.size);
-    shared_key = absl::StrCat(key, "|", absl::StrJoin(relevant_axes_, ","), "|",
+    shared_key = absl::StrCat(key, "|", JoinAxes(relevant_axes_, ","), "|",
                               absl::StrJoin(sizes, ","), "|", static_cast<int>(s.element_type));
     auto shared = options_.class_cache->classes.find(shared_key);
     // Charged exactly as the enumeration below would be (kTypeWork per member); when that
@@ -375,12 +375,12 @@ const Searcher::PermuteClassInfo& Searcher::PermuteClass(const DistType& s,
 
   std::vector<DistType> members;
   AxisList pool;
-  for (const std::string& axis : relevant_axes_) {
+  for (const AxisName& axis : relevant_axes_) {
     if (!ContainsAxis(s.partial, axis)) pool.push_back(axis);
   }
   std::vector<bool> used(pool.size(), false);
   std::vector<int64_t> pool_size;  // Looked up by name once, not per recursion step.
-  for (const std::string& axis : pool) pool_size.push_back(mesh_.AxisSize(axis));
+  for (const AxisName& axis : pool) pool_size.push_back(mesh_.AxisSize(axis));
   DistType t = s;
   for (Dim& dim : t.dims) dim.axes.clear();
   // Fill dimension `dim` until its axes' product is exactly size / local size.
@@ -444,11 +444,11 @@ std::vector<Edge> Searcher::Neighbors(
   };
 
   AxisList unused;
-  for (const std::string& axis : relevant_axes_) {
+  for (const AxisName& axis : relevant_axes_) {
     if (AxisUse(s, axis) == kUnused) unused.push_back(axis);
   }
   AxisList reducible;
-  for (const std::string& axis : s.partial) {
+  for (const AxisName& axis : s.partial) {
     if (!ContainsAxis(to_.partial, axis)) reducible.push_back(axis);
   }
 
@@ -477,7 +477,7 @@ std::vector<Edge> Searcher::Neighbors(
         any = true;
         DistType next = s;
         next.dims[dim].axes.insert(next.dims[dim].axes.end(), axes.begin(), axes.end());
-        EraseAxesIf(next.partial, [&](const std::string& a) { return ContainsAxis(axes, a); });
+        EraseAxesIf(next.partial, [&](const AxisName& a) { return ContainsAxis(axes, a); });
         Collective op = Collective::ReduceScatter(axes, dim);
         int64_t cost = UniformCost(s, op);
         add(std::move(op), std::move(next), cost);
@@ -496,7 +496,7 @@ std::vector<Edge> Searcher::Neighbors(
         if (mask & (uint64_t{1} << i)) axes.push_back(reducible[i]);
       }
       DistType next = s;
-      EraseAxesIf(next.partial, [&](const std::string& a) { return ContainsAxis(axes, a); });
+      EraseAxesIf(next.partial, [&](const AxisName& a) { return ContainsAxis(axes, a); });
       Collective op = Collective::AllReduce(axes);
       int64_t cost = UniformCost(s, op);
       add(std::move(op), std::move(next), cost);
@@ -542,7 +542,7 @@ std::vector<Edge> Searcher::Neighbors(
       }
     }
     const std::string class_key =
-        absl::StrCat(absl::StrJoin(s.partial, ","), "|", absl::StrJoin(local, ","));
+        absl::StrCat(JoinAxes(s.partial, ","), "|", absl::StrJoin(local, ","));
     if (once_per_class_) {
       auto [at, first] = permuted_at_.try_emplace(class_key, path_us);
       if (!first && path_us > at->second) return edges;
@@ -823,10 +823,10 @@ absl::Status CheckReshardable(const Mesh& mesh, const DistType& from, const Dist
     return absl::InvalidArgumentError(
         absl::StrCat("global shapes differ: ", shape(from), " vs ", shape(to)));
   }
-  for (const std::string& axis : to.partial) {
+  for (const AxisName& axis : to.partial) {
     if (!ContainsAxis(from.partial, axis)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the target is partial over ", axis,
+          absl::StrCat("the target is partial over ", Absl(axis),
                        " but the source is not: no collective creates a pending sum"));
     }
   }

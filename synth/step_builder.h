@@ -26,7 +26,7 @@ namespace reshard {
 // The partial axes of `from` that `to` drops (reduced on the way), in mesh order.
 inline AxisList ToReduce(const Mesh& mesh, const DistType& from, const DistType& to) {
   AxisList axes;
-  for (const std::string& axis : PartialInMeshOrder(mesh, from)) {
+  for (const AxisName& axis : PartialInMeshOrder(mesh, from)) {
     if (std::find(to.partial.begin(), to.partial.end(), axis) == to.partial.end()) {
       axes.push_back(axis);
     }

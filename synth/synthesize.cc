@@ -153,7 +153,7 @@ int64_t MemoryBoundBytes(const Mesh& mesh, const DistType& from, const DistType&
 }
 
 // The dimension whose last axis is `axis`, or -1.
-int DimEndingWith(const DistType& type, const std::string& axis) {
+int DimEndingWith(const DistType& type, const AxisName& axis) {
   for (int dim = 0; dim < type.rank(); ++dim) {
     if (!type.dims[dim].axes.empty() && type.dims[dim].axes.back() == axis) return dim;
   }
@@ -162,7 +162,7 @@ int DimEndingWith(const DistType& type, const std::string& axis) {
 
 // One axis the descent adds to a dimension.
 struct Append {
-  std::string axis;
+  AxisName axis;
   int dim = 0;
   bool scatter = false;  // reduce_scatter (axis was partial) rather than all_slice.
 };
@@ -265,19 +265,19 @@ std::optional<DistType> PlacePreGather(const Mesh& mesh, const DistType& from, c
 AxisList Substitutions(const Mesh& mesh, const DistType& from, const DistType& to) {
   AxisList gathered;
   for (const Dim& dim : from.dims) {
-    for (const std::string& axis : dim.axes) {
+    for (const AxisName& axis : dim.axes) {
       if (AxisUse(to, axis) == kUnused) gathered.push_back(axis);
     }
   }
   AxisList skip;
   for (const Dim& dim : to.dims) {
-    for (const std::string& axis : dim.axes) {
+    for (const AxisName& axis : dim.axes) {
       if (AxisUse(from, axis) != kUnused) continue;
-      for (std::string& g : gathered) {
+      for (AxisName& g : gathered) {
         if (!g.empty() && mesh.AxisSize(g) == mesh.AxisSize(axis)) {
           skip.push_back(axis);
           skip.push_back(g);
-          g.clear();
+          g = AxisName();
           break;
         }
       }
@@ -303,13 +303,13 @@ absl::InlinedVector<const AxisList*, 2> SkipSets(const AxisList& substitutions) 
 std::optional<DistType> WithPartialSubstitutions(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
   AxisList dropped = ToReduce(mesh, from, to);
-  EraseAxesIf(dropped, [&](const std::string& p) { return AxisUse(to, p) != kUnused; });
+  EraseAxesIf(dropped, [&](const AxisName& p) { return AxisUse(to, p) != kUnused; });
   DistType substituted = to;
   bool any = false;
   for (Dim& dim : substituted.dims) {
-    for (std::string& axis : dim.axes) {
+    for (AxisName& axis : dim.axes) {
       if (AxisUse(from, axis) != kUnused) continue;
-      for (std::string& p : dropped) {
+      for (AxisName& p : dropped) {
         if (!p.empty() && mesh.AxisSize(p) == mesh.AxisSize(axis)) {
           axis = std::exchange(p, std::string());
           any = true;
@@ -630,7 +630,7 @@ class SuffixMoves {
     Node node;
     int n = 0;
     for (int d = 0; d < rank_; ++d) {
-      for (const std::string& axis : end.dims[d].axes) {
+      for (const AxisName& axis : end.dims[d].axes) {
         names_.push_back(&axis);
         sizes_[n] = mesh.AxisSize(axis);
         node.ax[n] = static_cast<uint8_t>(n);
@@ -760,7 +760,7 @@ class SuffixMoves {
   int rank_;
   bool fits_ = false;
   int num_axes_ = 0;
-  std::vector<const std::string*> names_;
+  std::vector<const AxisName*> names_;
   std::array<int64_t, kMaxAxes> sizes_{};
   int64_t local_bytes_ = 0;
   std::vector<Node> nodes_;
@@ -930,7 +930,7 @@ struct Candidate {
 };
 
 // Whether `late` (Candidate::late) reduce_scatters `axis`.
-bool ScatteredLate(const std::vector<Append>& late, const std::string& axis) {
+bool ScatteredLate(const std::vector<Append>& late, const AxisName& axis) {
   return std::any_of(late.begin(), late.end(),
                      [&](const Append& a) { return a.scatter && a.axis == axis; });
 }
@@ -940,7 +940,7 @@ bool EndsWithAxes(const AxisList& list, const std::vector<Append>& appends) {
   return appends.size() <= list.size() &&
          std::equal(appends.begin(), appends.end(),
                     list.end() - static_cast<std::ptrdiff_t>(appends.size()),
-                    [](const Append& a, const std::string& axis) { return a.axis == axis; });
+                    [](const Append& a, const AxisName& axis) { return a.axis == axis; });
 }
 
 // `from` after `descent`'s appends (a candidate's x, without its all_reduce); not validated.
@@ -1093,7 +1093,7 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
                                                             : c.descent,
                 builder);
     AxisList reduce = ToReduce(mesh, builder.current(), to);
-    EraseAxesIf(reduce, [&](const std::string& axis) { return ScatteredLate(c.late, axis); });
+    EraseAxesIf(reduce, [&](const AxisName& axis) { return ScatteredLate(c.late, axis); });
     if (!reduce.empty()) builder.Apply(Collective::AllReduce(reduce));
     c.down =
         &halves.downs.emplace_back(ValleyHalves::Down{&c, Half(mesh, from, builder, model)}).half;
@@ -1300,7 +1300,7 @@ std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const
   }
   auto helped = [&](int slice, int gather) {
     Candidate out;
-    for (const std::string& axis : helpers) out.descent.push_back(Append{axis, slice, false});
+    for (const AxisName& axis : helpers) out.descent.push_back(Append{axis, slice, false});
     out.descent.insert(out.descent.end(), c.descent.begin(), c.descent.end());
     out.y = c.y;
     AxisList& axes = out.y.dims[gather].axes;
@@ -1351,11 +1351,11 @@ std::vector<Candidate> WithHelpers(const Mesh& mesh, const DistType& from, const
 std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
                                      const DistType& to) {
   for (const Dim& dim : from.dims) {
-    for (const std::string& axis : dim.axes) {
+    for (const AxisName& axis : dim.axes) {
       if (AxisUse(to, axis) < 0) return std::nullopt;
     }
   }
-  auto added = [&](const std::string& axis) {
+  auto added = [&](const AxisName& axis) {
     const int use = AxisUse(from, axis);
     return use == kUnused || use == kPartial;
   };
@@ -1385,7 +1385,7 @@ std::optional<Candidate> MiddleFirst(const Mesh& mesh, const DistType& from,
   // The middle still sums over what `to` keeps partial and what N scatters late, in `from`'s
   // order.
   c.y.partial.clear();
-  for (const std::string& axis : from.partial) {
+  for (const AxisName& axis : from.partial) {
     if (ScatteredLate(c.late, axis) || ContainsAxis(to.partial, axis)) c.y.partial.push_back(axis);
   }
   return c;
@@ -1561,7 +1561,7 @@ std::vector<Candidate> FastScattersElsewhere(const Mesh& mesh, const DistType& f
         late.y = c.y;
         late.y.dims[e].axes.resize(want.size() - own.size());
         late.y.partial.clear();
-        for (const std::string& axis : from.partial) {
+        for (const AxisName& axis : from.partial) {
           if (ScatteredLate(own, axis) || ContainsAxis(c.y.partial, axis)) {
             late.y.partial.push_back(axis);
           }
@@ -1683,7 +1683,7 @@ std::vector<Candidate> WithScatteredReduction(const Mesh& mesh, const DistType& 
     Candidate out;
     out.y = y_with(gathers);
     out.descent = c.descent;
-    for (const std::string& axis : reduce) out.descent.push_back(Append{axis, scatter, true});
+    for (const AxisName& axis : reduce) out.descent.push_back(Append{axis, scatter, true});
     return out;
   };
   auto all_from = [&](int gather) { return std::vector<int>(reduce.size(), gather); };
@@ -1768,7 +1768,7 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   }
   // Per dimension, the axes placed (major to minor): `lead` before `tail`.
   std::vector<std::vector<Append>> lead(from.rank()), tail(from.rank());
-  auto take = [&](const std::string& axis, int d) {
+  auto take = [&](const AxisName& axis, int d) {
     const int64_t size = mesh.AxisSize(axis);
     if (shrink[d] % size != 0) return false;
     shrink[d] /= size;
@@ -1799,13 +1799,13 @@ std::optional<std::vector<Append>> ScatterToShape(const Mesh& mesh, const DistTy
   // y's axes `from` does not use, each sliced once where a shrink is left (y's dimension first).
   AxisList unused;
   for (const Dim& dim : y.dims) {
-    for (const std::string& axis : dim.axes) {
+    for (const AxisName& axis : dim.axes) {
       if (AxisUse(from, axis) == kUnused) unused.push_back(axis);
     }
   }
   for (int d = 0; d < y.rank(); ++d) {
     for (int e = 0; e < y.rank() && shrink[d] > 1; ++e) {
-      for (const std::string& axis : y.dims[(d + e) % y.rank()].axes) {
+      for (const AxisName& axis : y.dims[(d + e) % y.rank()].axes) {
         if (!ContainsAxis(unused, axis) || !take(axis, d)) continue;
         lead[d].push_back(Append{axis, d, false});
         EraseAxis(unused, axis);
@@ -2330,7 +2330,7 @@ std::optional<std::vector<Step>> FastPath(const Mesh& mesh, const DistType& from
 std::optional<std::vector<Step>> GatherThenSlice(const Mesh& mesh, const DistType& from,
                                                  const DistType& to) {
   // The sums `to` drops are reduce_scattered where `to` splits over their axes.
-  for (const std::string& axis : from.partial) {
+  for (const AxisName& axis : from.partial) {
     if (AxisUse(to, axis) == kUnused) return std::nullopt;
   }
   const int64_t bound = MemoryBoundBytes(mesh, from, to);
@@ -2441,7 +2441,7 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
   for (const MeshAxis& axis : mesh.axes()) {
     if (axis.size > 1 && AxisUse(from, axis.name) == kUnused) unused.push_back(axis.name);
   }
-  auto faster = [&](const std::string& a, const std::string& b) {
+  auto faster = [&](const AxisName& a, const AxisName& b) {
     const AxisCost ca = model.Axis(a), cb = model.Axis(b);
     return ca.alpha_us < cb.alpha_us && ca.gbps > cb.gbps;
   };
@@ -2451,7 +2451,7 @@ std::optional<std::vector<Step>> RelabelThenGather(const Mesh& mesh, const DistT
     const size_t kept = to.dims[i].axes.size();
     AxisList substitutes, slow;
     for (size_t k = kept; k < have.size(); ++k) {
-      auto u = std::find_if(unused.begin(), unused.end(), [&](const std::string& name) {
+      auto u = std::find_if(unused.begin(), unused.end(), [&](const AxisName& name) {
         return mesh.AxisSize(name) == mesh.AxisSize(have[k]) && faster(name, have[k]);
       });
       if (u == unused.end()) {
@@ -2625,7 +2625,7 @@ bool FinerPassMayPay(const DistType& from, const DistType& to, const Plan& plan)
   if (moves) return true;
   return std::any_of(to.dims.begin(), to.dims.end(), [&](const Dim& dim) {
     return std::any_of(dim.axes.begin(), dim.axes.end(),
-                       [&](const std::string& axis) { return AxisUse(from, axis) == kUnused; });
+                       [&](const AxisName& axis) { return AxisUse(from, axis) == kUnused; });
   });
 }
 
@@ -2834,7 +2834,7 @@ void SplitAllToAll(const Mesh& mesh, const DistType& from, const DistType& curre
   const int64_t local_bytes = LocalBytes(mesh, current);
   const double bytes = static_cast<double>(local_bytes);
   const double single_us = model.StepCostUs(mesh, current, step.op);
-  auto group_us = [&](CollectiveKind kind, absl::Span<const std::string> axes, double in) {
+  auto group_us = [&](CollectiveKind kind, absl::Span<const AxisName> axes, double in) {
     return GroupCollectiveUs(kind, static_cast<double>(mesh.GroupSize(axes)),
                              model.Group(mesh, axes), in);
   };
@@ -3090,7 +3090,7 @@ std::vector<Step> SplitGroups(const Mesh& mesh, const DistType& from,
     // would exchange nothing.
     std::vector<AxisList> pieces;
     AxisList riding;
-    for (const std::string& axis : axes) {
+    for (const AxisName& axis : axes) {
       riding.push_back(axis);
       if (mesh.AxisSize(axis) > 1) {
         pieces.push_back(std::move(riding));
@@ -3305,7 +3305,7 @@ bool IsMemoryBounded(Strategy strategy) {
 }
 
 absl::StatusOr<Strategy> ParseStrategy(std::string_view name) {
-  AxisList names;
+  std::vector<std::string> names;
   for (Strategy s : kStrategies) {
     if (name == StrategyName(s)) return s;
     names.emplace_back(StrategyName(s));
@@ -3319,7 +3319,7 @@ std::string_view ObjectiveName(Objective objective) {
 }
 
 absl::StatusOr<Objective> ParseObjective(std::string_view name) {
-  AxisList names;
+  std::vector<std::string> names;
   for (Objective o : {Objective::kModeledTime, Objective::kBytes}) {
     if (name == ObjectiveName(o)) return o;
     names.emplace_back(ObjectiveName(o));
@@ -3732,7 +3732,7 @@ struct SizeOneStripped {
   CostModel model;
 };
 
-bool IsSizeOne(const Mesh& mesh, const std::string& axis) {
+bool IsSizeOne(const Mesh& mesh, const AxisName& axis) {
   return !IsSubAxisRef(axis) && mesh.AxisSize(axis) == 1;
 }
 
@@ -3740,7 +3740,7 @@ bool IsSizeOne(const Mesh& mesh, const std::string& axis) {
 // `keep_partial` (a permute must keep those).
 DistType WithoutSizeOne(const Mesh& mesh, DistType type, bool keep_partial = false) {
   auto drop = [&](AxisList& axes) {
-    EraseAxesIf(axes, [&](const std::string& axis) { return IsSizeOne(mesh, axis); });
+    EraseAxesIf(axes, [&](const AxisName& axis) { return IsSizeOne(mesh, axis); });
   };
   for (Dim& dim : type.dims) drop(dim.axes);
   if (!keep_partial) drop(type.partial);
@@ -3773,11 +3773,11 @@ std::optional<SizeOneStripped> StripSizeOne(const Mesh& mesh, const DistType& fr
 // sizes multiply to its own; stops at an axis the pieces only partly cover (they are sub-axes
 // of it). ApplyRule judges the result: where the pieces do not line up with the axes, it fails.
 AxisList WithSizeOneInSuffix(const Mesh& mesh, const AxisList& dim_axes, const AxisList& pieces,
-                             absl::FunctionRef<bool(const std::string&)> absorb) {
+                             absl::FunctionRef<bool(const AxisName&)> absorb) {
   AxisList reversed;
   size_t next = pieces.size();  // Pieces [0, next) are not matched yet.
   for (size_t a = dim_axes.size(); a > 0; --a) {
-    const std::string& axis = dim_axes[a - 1];
+    const AxisName& axis = dim_axes[a - 1];
     const int64_t size = mesh.AxisSize(axis);
     if (size == 1) {
       if (next == 0 && !absorb(axis)) break;
@@ -3806,12 +3806,12 @@ AxisList WithSizeOneInSuffix(const Mesh& mesh, const AxisList& dim_axes, const A
 AxisList WithTargetSizeOne(const Mesh& mesh, const DistType& current, const DistType& to, int dim,
                            const AxisList& pieces, bool reduces) {
   const AxisList& target = to.dims[dim].axes;
-  std::vector<const std::string*> sized;  // current's dimension, size-1 axes aside, then pieces.
-  for (const std::string& axis : current.dims[dim].axes) {
+  std::vector<const AxisName*> sized;  // current's dimension, size-1 axes aside, then pieces.
+  for (const AxisName& axis : current.dims[dim].axes) {
     if (!IsSizeOne(mesh, axis)) sized.push_back(&axis);
   }
   const size_t have = sized.size();
-  for (const std::string& axis : pieces) sized.push_back(&axis);
+  for (const AxisName& axis : pieces) sized.push_back(&axis);
   // Match the sized axes' digits against target's, major to minor: each must take the top of
   // what is left of the current target axis. owner[j]: the target position axis j lies in.
   std::vector<size_t> owner(sized.size());
@@ -3852,7 +3852,7 @@ AxisList WithTargetSizeOne(const Mesh& mesh, const DistType& current, const Dist
   AxisList out;
   size_t next_piece = have;
   for (size_t position = begin; position < end; ++position) {
-    const std::string& axis = target[position];
+    const AxisName& axis = target[position];
     if (!IsSizeOne(mesh, axis)) {
       while (next_piece < sized.size() && owner[next_piece] == position) {
         out.push_back(*sized[next_piece++]);
@@ -3883,7 +3883,7 @@ AxisList WithTargetSizeOne(const Mesh& mesh, const DistType& current, const Dist
 std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& from,
                                              const DistType& to, const std::vector<Step>& steps) {
   AxisList all_dropped;  // Partial size-1 axes of `from` that `to` drops.
-  for (const std::string& axis : from.partial) {
+  for (const AxisName& axis : from.partial) {
     if (IsSizeOne(mesh, axis) && AxisUse(to, axis) != kPartial) all_dropped.push_back(axis);
   }
   // Where the dropped axes are reduced: joining the plan's first reduction, or (when it has
@@ -3904,7 +3904,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
       if (!out.ok()) return false;
       current = *std::move(out);
       EraseAxesIf(dropped,
-                  [&](const std::string& axis) { return AxisUse(current, axis) != kPartial; });
+                  [&](const AxisName& axis) { return AxisUse(current, axis) != kPartial; });
       lifted.push_back(Step{std::move(op), current});
       return true;
     };
@@ -3926,7 +3926,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           // Size-1 axes right before the moved ones go along when `to` does not want them
           // where they are (a gather drops them) or wants them where an all_to_all goes.
           op.mesh_axes = WithSizeOneInSuffix(
-              mesh, current.dims[op.dim].axes, op.mesh_axes, [&](const std::string& axis) {
+              mesh, current.dims[op.dim].axes, op.mesh_axes, [&](const AxisName& axis) {
                 const int use = AxisUse(to, axis);
                 return op.kind == CollectiveKind::kAllGather ? use != op.dim : use == op.split_dim;
               });
@@ -3941,7 +3941,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           // The other dropped axes too (rather than a step of their own), at the end, unless
           // an all_reduce follows, which takes them without putting them in a dimension.
           if (last_all_reduce <= k + 1) {
-            for (const std::string& axis : dropped) {
+            for (const AxisName& axis : dropped) {
               if (!ContainsAxis(op.mesh_axes, axis)) op.mesh_axes.push_back(axis);
             }
           }
@@ -3954,7 +3954,7 @@ std::optional<std::vector<Step>> LiftSizeOne(const Mesh& mesh, const DistType& f
           // Same blocks as the stripped result; the partial axes a permute must keep; `to`'s
           // size-1 axes where its dimensions so far agree with `to`'s (WithTargetSizeOne).
           DistType out = step.type;
-          for (const std::string& axis : current.partial) {
+          for (const AxisName& axis : current.partial) {
             if (IsSizeOne(mesh, axis)) out.partial.push_back(axis);
           }
           for (int i = 0; i < out.rank(); ++i) {
@@ -4059,7 +4059,7 @@ absl::StatusOr<Plan> SynthesizeWithoutSizeOne(const Mesh& mesh, const DistType& 
     if (!ValidateEnds(mesh, from, to).ok() || !CheckCostModel(mesh, options.cost_model).ok()) {
       return false;
     }
-    return std::none_of(to.partial.begin(), to.partial.end(), [&](const std::string& axis) {
+    return std::none_of(to.partial.begin(), to.partial.end(), [&](const AxisName& axis) {
       return IsSizeOne(mesh, axis) && AxisUse(from, axis) != kPartial;
     });
   };

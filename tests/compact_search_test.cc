@@ -329,13 +329,13 @@ TEST(CompactSearch, EqualsDistTypeSearchOnRandomPairs) {
     std::optional<DistType> from = RandomType(rng, mesh, dims, rng() % 2 == 0, nullptr);
     if (!from) continue;
     // Keep some of the source's partial axes, in a shuffled order (SearchPlan accepts any).
-    std::vector<std::string> kept;
-    for (const std::string& axis : from->partial) {
+    AxisList kept;
+    for (const AxisName& axis : from->partial) {
       if (rng() % 3 == 0) kept.push_back(axis);
     }
     std::optional<DistType> to = RandomType(rng, mesh, dims, false, nullptr);
     if (!to) continue;
-    for (const std::string& axis : kept) {
+    for (const AxisName& axis : kept) {
       if (AxisUse(*to, axis) == kUnused) to->partial.push_back(axis);
     }
     std::shuffle(to->partial.begin(), to->partial.end(), rng);
@@ -658,7 +658,7 @@ TEST(SliceBound, LackingElementsMatchEnumeration) {
     }
     auto digits = [&](const Dim& dim) {
       internal::SliceDigits out;
-      for (const std::string& axis : dim.axes) {
+      for (const AxisName& axis : dim.axes) {
         const int a = mesh.AxisIndex(axis);
         if (mesh_axes[a].size > 1) out.Add(mesh_axes[a].size, slot[a]);
       }
@@ -835,8 +835,8 @@ TEST(MovedDevices, CountsByPartialSumsOnLargeMeshes) {
       std::shuffle(dim.axes.begin(), dim.axes.end(), rng);
       Dim& other = out.dims[rng() % rank];
       if (dim.axes.empty() || other.axes.empty()) continue;
-      std::string& x = dim.axes[rng() % dim.axes.size()];
-      std::string& y = other.axes[rng() % other.axes.size()];
+      AxisName& x = dim.axes[rng() % dim.axes.size()];
+      AxisName& y = other.axes[rng() % other.axes.size()];
       if (mesh.AxisSize(x) == mesh.AxisSize(y)) std::swap(x, y);
     }
     ASSERT_TRUE(Validate(mesh, in).ok() && Validate(mesh, out).ok());
@@ -948,16 +948,16 @@ TEST(ForcedPermuteLink, EqualsThePairedPrice) {
     // an axis it leaves replicated: the same local shape and partial axes.
     DistType out = *in;
     for (int swap = 1 + static_cast<int>(rng() % 3); swap > 0; --swap) {
-      std::vector<std::string*> places;
+      std::vector<AxisName*> places;
       for (Dim& dim : out.dims) {
-        for (std::string& axis : dim.axes) places.push_back(&axis);
+        for (AxisName& axis : dim.axes) places.push_back(&axis);
       }
       if (places.empty()) break;
-      std::string* a = places[rng() % places.size()];
+      AxisName* a = places[rng() % places.size()];
       const MeshAxis& b = mesh.axes()[rng() % mesh.num_axes()];
       if (b.size != mesh.AxisSize(*a) || AxisUse(out, b.name) == kPartial) continue;
-      const std::string old = *a;
-      for (std::string* place : places) {
+      const AxisName old = *a;
+      for (AxisName* place : places) {
         if (*place == b.name) *place = old;
       }
       *a = b.name;

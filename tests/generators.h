@@ -72,7 +72,7 @@ inline std::string ElementTypeDebugName(ElementType type) {
   return "?";
 }
 
-inline std::string JoinNames(absl::Span<const std::string> names) {
+inline std::string JoinNames(absl::Span<const AxisName> names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
     if (i > 0) out += ",";
@@ -647,7 +647,7 @@ inline rc::Gen<SubAxisMesh> GenSubAxisMesh() {
 }
 
 // The piece a reference of `m` denotes: an atom, or a merged run written by MergeRuns.
-inline Piece PieceOf(const SubAxisMesh& m, const std::string& ref) {
+inline Piece PieceOf(const SubAxisMesh& m, const AxisName& ref) {
   for (const Piece& p : m.pieces) {
     if (PieceName(m.mesh, p) == ref) return p;
   }
@@ -655,13 +655,14 @@ inline Piece PieceOf(const SubAxisMesh& m, const std::string& ref) {
     const MeshAxis& axis = m.mesh.axes()[a];
     if (ref == axis.name) return Piece{a, 1, axis.size};
     const std::string prefix = axis.name + ":(";
-    if (ref.rfind(prefix, 0) != 0) continue;
-    const size_t close = ref.find(')', prefix.size());
-    const int64_t begin = std::stoll(ref.substr(prefix.size(), close - prefix.size()));
-    const int64_t size = std::stoll(ref.substr(close + 1));
+    const std::string text = ref.str();
+    if (text.rfind(prefix, 0) != 0) continue;
+    const size_t close = text.find(')', prefix.size());
+    const int64_t begin = std::stoll(text.substr(prefix.size(), close - prefix.size()));
+    const int64_t size = std::stoll(text.substr(close + 1));
     return Piece{a, begin, begin * size};
   }
-  RC_FAIL("generator: unknown piece " + ref);
+  RC_FAIL("generator: unknown piece " + ref.str());
   return Piece{};
 }
 
@@ -679,7 +680,7 @@ AxisList MergeRuns(const SubAxisMesh& m, const AxisList& refs, MergeFn merge, Sp
     out.push_back(PieceName(m.mesh, p, whole && run.size() > 1 && spell_whole()));
     run.clear();
   };
-  for (const std::string& ref : refs) {
+  for (const AxisName& ref : refs) {
     const Piece p = PieceOf(m, ref);
     if (!run.empty() && run[0].axis == p.axis && run[0].end == p.begin && merge()) {
       run[0].end = p.end;
@@ -713,7 +714,7 @@ inline DistType SubAxisCanonical(const SubAxisMesh& m, const DistType& type) {
   DistType out = type;
   for (Dim& dim : out.dims) dim.axes = MergeRuns(m, dim.axes, always, never);
   AxisList partial = out.partial;
-  std::sort(partial.begin(), partial.end(), [&](const std::string& a, const std::string& b) {
+  std::sort(partial.begin(), partial.end(), [&](const AxisName& a, const AxisName& b) {
     const Piece pa = PieceOf(m, a), pb = PieceOf(m, b);
     return std::pair(pa.axis, pa.begin) < std::pair(pb.axis, pb.begin);
   });
@@ -723,7 +724,7 @@ inline DistType SubAxisCanonical(const SubAxisMesh& m, const DistType& type) {
 
 // True when some reference is written as a sub-axis.
 inline bool NamesSubAxes(const DistType& type) {
-  auto sub = [](const std::string& ref) { return ref.find(':') != std::string::npos; };
+  auto sub = [](const AxisName& ref) { return IsSubAxisRef(ref); };
   for (const Dim& dim : type.dims) {
     if (std::any_of(dim.axes.begin(), dim.axes.end(), sub)) return true;
   }

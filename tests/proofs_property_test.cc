@@ -44,7 +44,7 @@ std::string Mutate(const AxisList& refs, Plan& plan) {
   if (steps.empty()) {
     // Add a step that changes data: a slice over some axis (may be a right or wrong plan).
     if (rank == 0) return "";
-    const std::string axis = refs[*rc::gen::inRange(0, static_cast<int>(refs.size()))];
+    const AxisName axis = refs[*rc::gen::inRange(0, static_cast<int>(refs.size()))];
     steps.push_back(Step{Collective::AllSlice({axis}, *rc::gen::inRange(0, rank)), plan.target});
     return "add_slice";
   }
@@ -194,7 +194,7 @@ RESHARD_PROP(ProofsProperty, Z3VerdictEqualsInterpreterWithSubAxes, 1000) {
   const ReshardCase& c = s.c;
   RC_TAG(NamesSubAxes(c.from) || NamesSubAxes(c.to) ? "sub_axes" : "whole_axes");
   AxisList refs = SubAxisRefs(c.mesh, c.from);
-  for (const std::string& ref : SubAxisRefs(c.mesh, c.to)) refs.push_back(ref);
+  for (const AxisName& ref : SubAxisRefs(c.mesh, c.to)) refs.push_back(ref);
   absl::StatusOr<AxisRefinement> fine =
       AxisRefinement::Create(c.mesh, refs, /*prime_factors=*/true);
   RC_ASSERT(fine.ok());

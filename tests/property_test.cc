@@ -301,7 +301,7 @@ RESHARD_PROP(Synthesis, RejectsInvalidProblems, kCases) {
       if (AxisUse(c.from, axis.name) != kPartial) candidates.push_back(axis.name);
     }
     RC_PRE(!candidates.empty());
-    const std::string axis = *rc::gen::elementOf(candidates);
+    const AxisName axis = *rc::gen::elementOf(candidates);
     const int use = AxisUse(c.to, axis);
     if (use >= 0) {
       auto& axes = c.to.dims[use].axes;
@@ -850,14 +850,14 @@ RESHARD_PROP(SubAxes, RefinementPreservesDeviceNumbering, kCases) {
     RC_ASSERT(SummandIndex(refined, fine, d) == SummandIndex(mesh, c.type, d));
     for (int i = 0; i < c.type.rank(); ++i) {
       int64_t block = 0;
-      for (const std::string& ref : c.type.dims[i].axes) {
+      for (const AxisName& ref : c.type.dims[i].axes) {
         const Piece p = PieceOf(c.axes, ref);
         block = block * (p.end / p.begin) + PieceDigit(mesh, p, d);
       }
       RC_ASSERT(offset[i] == block * local[i]);
     }
     // Every reference's coordinate is the mixed radix of its atoms' coordinates.
-    for (const std::string& ref : refs) {
+    for (const AxisName& ref : refs) {
       RC_ASSERT(refined.IndexOver(d, r->Atoms(ref)) == mesh.IndexOver(d, {ref}));
       RC_ASSERT(mesh.IndexOver(d, {ref}) == PieceDigit(mesh, PieceOf(c.axes, ref), d));
     }

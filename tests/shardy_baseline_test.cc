@@ -239,7 +239,7 @@ testing::ReshardCase MergeAdjacentAxes(const testing::ReshardCase& c) {
   const std::string major = "merged:(1)" + std::to_string(a);
   const std::string minor = "merged:(" + std::to_string(a) + ")" + std::to_string(b);
   auto rename = [&](AxisList& refs) {
-    for (std::string& ref : refs) {
+    for (AxisName& ref : refs) {
       if (ref == axes[i].name) ref = major;
       else if (ref == axes[i + 1].name) ref = minor;
     }

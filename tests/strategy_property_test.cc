@@ -124,7 +124,7 @@ RESHARD_PROP(StrategyProperty, DirectReceivesExactlyTheLowerBound, 1000) {
   absl::StatusOr<Plan> plan = Synthesize(c.mesh, c.from, c.to, options);
   RC_ASSERT(plan.ok());
   bool reduces = false;
-  for (const std::string& axis : c.from.partial) {
+  for (const AxisName& axis : c.from.partial) {
     if (AxisUse(c.to, axis) != kPartial && c.mesh.AxisSize(axis) > 1) reduces = true;
   }
   if (!reduces) {

@@ -1,9 +1,14 @@
 // Unit tests of typesys: meshes, types, typing rules, metrics, plan JSON.
+#include <algorithm>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
+#include "typesys/axis_name.h"
 #include "typesys/collective.h"
 #include "typesys/cost_model.h"
 #include "typesys/dist_type.h"
@@ -32,9 +37,9 @@ TEST(MeshTest, ParsesAndPrints) {
 }
 
 TEST(MeshTest, FindsAxesByNameOfAnyLength) {
-  // Names below 8 bytes are compared as one packed integer, names of 8-15 bytes as two, longer
-  // ones character by character; prefixes, extensions and names that differ only in the
-  // middle, in byte 8 or in their last byte must not match.
+  // Names of up to 15 bytes are compared as AxisNames (two packed words), longer ones as
+  // text; prefixes, extensions and names that differ only in the middle, in byte 8 or in
+  // their last byte must not match, by text or by AxisName.
   Mesh mesh =
       M("a=2,ab=2,abcdefg=2,abcdefgh=2,abcdefghi=2,pipeline_stage=2,pipeline_stagf=2,"
         "abcdefghijklmno=2,abcdefghijklmnop=2,abcdefghijklmnopq=2,abcdefghXjklmno=2");
@@ -51,11 +56,13 @@ TEST(MeshTest, FindsAxesByNameOfAnyLength) {
                                           "abcdefghXjklmno"};
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(mesh.AxisIndex(names[i]), static_cast<int>(i)) << names[i];
+    EXPECT_EQ(mesh.AxisIndex(AxisName(names[i])), static_cast<int>(i)) << names[i];
   }
   for (const char* absent :
        {"", "b", "abc", "abcdefgi", "abcdefghij", "pipeline_stagg", "abcdefghijklmnn",
         "abcdefghijklmn", "abcdefghijklmnoq", "abcdefghijklmnoQ", "bbcdefghijklmno"}) {
     EXPECT_EQ(mesh.AxisIndex(absent), -1) << absent;
+    EXPECT_EQ(mesh.AxisIndex(AxisName(absent)), -1) << absent;
   }
   EXPECT_EQ(mesh.AxisIndex(std::string_view("a\0", 2)), -1);
   EXPECT_EQ(mesh.AxisIndex(std::string_view("abcdefgh\0", 9)), -1);
@@ -78,6 +85,68 @@ TEST(MeshTest, FindsAxesByNameOfAnyLength) {
   EXPECT_EQ(x.Resolve("x:(2)2").size, 2);
   EXPECT_EQ(x.AxisIndex("x:(2)2"), -1);
   EXPECT_EQ(x.AxisSize("x:(1)4"), 4);
+}
+
+TEST(AxisNameTest, HoldsShortNamesInPlaceAndInternsLongOnes) {
+  // Around the 15-byte boundary: both kinds read back, compare by name, and never equal a
+  // name of the other kind or a prefix.
+  const std::string fifteen = "abcdefghijklmno", sixteen = "abcdefghijklmnop";
+  const AxisName a = fifteen, b = sixteen, c = std::string_view(sixteen);
+  EXPECT_EQ(a.view(), fifteen);
+  EXPECT_EQ(b.view(), sixteen);
+  EXPECT_EQ(b, c);
+  EXPECT_EQ(b.view().data(), c.view().data());  // One interned copy.
+  EXPECT_FALSE(a == b);
+  EXPECT_FALSE(AxisName("abcdefghijklmn") == a);
+  EXPECT_FALSE(AxisName("abcdefghijklmnopq") == b);
+  EXPECT_EQ(AxisName(std::string_view("a\0", 2)).size(), 2u);
+  EXPECT_FALSE(AxisName(std::string_view("a\0", 2)) == AxisName("a"));
+  EXPECT_TRUE(AxisName().empty());
+  EXPECT_EQ(AxisName(""), AxisName());
+  // Against text, either side.
+  EXPECT_TRUE(a == fifteen);
+  EXPECT_TRUE(b == "abcdefghijklmnop");
+  EXPECT_TRUE(std::string_view("y:(1)2") == AxisName("y:(1)2"));
+  // Byte order, as std::string's.
+  std::vector<AxisName> sorted = {"y", sixteen, "x:(2)2", "", fifteen, "x"};
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> texts;
+  for (const AxisName& n : sorted) texts.push_back(n.str());
+  EXPECT_EQ(texts, (std::vector<std::string>{"", fifteen, sixteen, "x", "x:(2)2", "y"}));
+  EXPECT_EQ(JoinAxes(AxisList{"x", sixteen, "y:(1)2"}, ","), "x," + sixteen + ",y:(1)2");
+  EXPECT_EQ(JoinAxes(AxisList{}, ","), "");
+  // Hashing agrees with equality (absl containers key by AxisName).
+  absl::flat_hash_set<AxisName> set = {a, b, "x"};
+  EXPECT_TRUE(set.contains(AxisName(fifteen)));
+  EXPECT_TRUE(set.contains(AxisName(sixteen)));
+  EXPECT_FALSE(set.contains(AxisName("y")));
+}
+
+TEST(AxisNameTest, InterningIsThreadSafe) {
+  // Threads intern the same and different long names at once; every value reads back and
+  // equal names share one copy.
+  constexpr int kThreads = 4, kNames = 200;
+  std::vector<std::vector<AxisName>> made(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &made] {
+      for (int i = 0; i < kNames; ++i) {
+        made[t].push_back(AxisName("a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
+                                   (i % 2 == 0 ? "" : "_t" + std::to_string(t))));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kNames; ++i) {
+      const std::string text = "a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
+                               (i % 2 == 0 ? "" : "_t" + std::to_string(t));
+      EXPECT_EQ(made[t][i].view(), text);
+      if (i % 2 == 0) {
+        EXPECT_EQ(made[t][i].view().data(), made[0][i].view().data());
+      }
+    }
+  }
 }
 
 TEST(MeshTest, RowMajorCoordinates) {

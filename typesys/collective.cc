@@ -44,7 +44,7 @@ std::string_view DimAttributeName(CollectiveKind kind) {
 }
 
 std::string AxesText(const AxisList& axes) {
-  return absl::StrCat("[", absl::StrJoin(axes, ","), "]");
+  return absl::StrCat("[", JoinAxes(axes, ","), "]");
 }
 
 bool EndsWith(const AxisList& list, const AxisList& suffix) {
@@ -63,10 +63,10 @@ absl::Status CheckDim(const DistType& in, int64_t dim, std::string_view attribut
 
 // Appending `axes` to dimension `dim` must leave it divisible.
 absl::Status CheckGains(const Mesh& mesh, const DistType& in, int64_t dim, const AxisList& axes) {
-  for (const std::string& axis : axes) {
+  for (const AxisName& axis : axes) {
     if (AxisUse(in, axis) != kUnused) {
       return absl::InvalidArgumentError(
-          absl::StrCat("mesh axis '", axis, "' is already used in ", ToString(in)));
+          absl::StrCat("mesh axis '", Absl(axis), "' is already used in ", ToString(in)));
     }
   }
   const Dim& d = in.dims[dim];
@@ -87,10 +87,10 @@ absl::Status CheckEndsWith(const DistType& in, int64_t dim, const AxisList& axes
 }
 
 absl::Status CheckPartial(const DistType& in, const AxisList& axes) {
-  for (const std::string& axis : axes) {
+  for (const AxisName& axis : axes) {
     if (AxisUse(in, axis) != kPartial) {
       return absl::InvalidArgumentError(
-          absl::StrCat("mesh axis '", axis, "' is not a partial axis of ", ToString(in)));
+          absl::StrCat("mesh axis '", Absl(axis), "' is not a partial axis of ", ToString(in)));
     }
   }
   return absl::OkStatus();
@@ -99,7 +99,7 @@ absl::Status CheckPartial(const DistType& in, const AxisList& axes) {
 void RemoveSuffix(AxisList& list, size_t count) { list.resize(list.size() - count); }
 
 void RemovePartial(DistType& type, const AxisList& axes) {
-  EraseAxesIf(type.partial, [&](const std::string& axis) {
+  EraseAxesIf(type.partial, [&](const AxisName& axis) {
     return std::find(axes.begin(), axes.end(), axis) != axes.end();
   });
 }
@@ -240,16 +240,16 @@ absl::Status CheckCollectiveShape(const Mesh& mesh, const Collective& op) {
     for (size_t i = 0; i < op.mesh_axes.size(); ++i) {
       if (!mesh.CheckAxisRef(op.mesh_axes[i]).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "mesh_axes names '", op.mesh_axes[i], "', which is not an axis of ", mesh.ToString()));
+            "mesh_axes names '", Absl(op.mesh_axes[i]), "', which is not an axis of ", mesh.ToString()));
       }
       for (size_t j = 0; j < i; ++j) {
         if (op.mesh_axes[j] == op.mesh_axes[i]) {
           return absl::InvalidArgumentError(
-              absl::StrCat("mesh_axes names '", op.mesh_axes[i], "' twice"));
+              absl::StrCat("mesh_axes names '", Absl(op.mesh_axes[i]), "' twice"));
         }
         if (!Mesh::Compatible(mesh.Resolve(op.mesh_axes[j]), mesh.Resolve(op.mesh_axes[i]))) {
-          return absl::InvalidArgumentError(absl::StrCat("mesh_axes pieces '", op.mesh_axes[j],
-                                                         "' and '", op.mesh_axes[i],
+          return absl::InvalidArgumentError(absl::StrCat("mesh_axes pieces '", Absl(op.mesh_axes[j]),
+                                                         "' and '", Absl(op.mesh_axes[i]),
                                                          "' overlap or do not nest"));
         }
       }
@@ -339,7 +339,7 @@ absl::StatusOr<DistType> ApplyRule(const Mesh& mesh, const DistType& in, const C
   if (HasSubAxes(mesh, in) || HasSubAxes(mesh, op)) {
     // The rules are written for whole axes: apply them on the refinement the pieces need.
     AxisList refs = SubAxisRefs(mesh, in);
-    for (const std::string& axis : op.mesh_axes) refs.push_back(axis);
+    for (const AxisName& axis : op.mesh_axes) refs.push_back(axis);
     absl::StatusOr<AxisRefinement> r = AxisRefinement::Create(mesh, refs);
     if (!r.ok()) {
       return absl::InvalidArgumentError(

@@ -106,10 +106,10 @@ AxisCost CostModel::Axis(std::string_view name) const {
   return default_;
 }
 
-AxisCost CostModel::Group(const Mesh& mesh, absl::Span<const std::string> axes) const {
+AxisCost CostModel::Group(const Mesh& mesh, absl::Span<const AxisName> axes) const {
   bool any = false;
   AxisCost cost = default_;
-  for (const std::string& axis : axes) {
+  for (const AxisName& axis : axes) {
     if (mesh.AxisSize(axis) == 1) continue;
     cost = any ? Slower(cost, Axis(axis)) : Axis(axis);
     any = true;

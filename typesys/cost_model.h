@@ -82,7 +82,7 @@ class CostModel {
   // A group's cost: max alpha and min bandwidth over those of `axes` (references valid on
   // `mesh`) whose size is above 1; the default when there is none. An axis of size 1 exchanges
   // nothing, so its link does not slow the group.
-  AxisCost Group(const Mesh& mesh, absl::Span<const std::string> axes) const;
+  AxisCost Group(const Mesh& mesh, absl::Span<const AxisName> axes) const;
   // Axis(name) of every mesh axis, by axis index (for loops that would look names up often).
   std::vector<AxisCost> AxisCosts(const Mesh& mesh) const;
   // Whether every axis of `mesh` costs the same: then so does every link, and a permute costs

@@ -166,7 +166,7 @@ class TypeParser {
 };
 
 std::string AxisListText(const AxisList& axes) {
-  return absl::StrCat("{", absl::StrJoin(axes, ","), "}");
+  return absl::StrCat("{", JoinAxes(axes, ","), "}");
 }
 
 }  // namespace
@@ -221,17 +221,17 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
   };
   // Every use of each mesh axis (whole or a piece), to report overlaps naming both uses.
   struct Use {
-    const std::string* ref;
+    const AxisName* ref;
     int dim;
     Mesh::Digit digit;
   };
   absl::InlinedVector<Use, 8> uses;
-  auto use_axis = [&](const std::string& axis, int dim) -> absl::Status {
+  auto use_axis = [&](const AxisName& axis, int dim) -> absl::Status {
     // An axis of the mesh (a refined mesh's atoms are named like sub-axes) is looked up once.
     const int index = mesh.AxisIndex(axis);
     if (index < 0) {
       if (!IsSubAxisRef(axis)) {
-        return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", axis, "' in ",
+        return absl::InvalidArgumentError(absl::StrCat("unknown mesh axis '", Absl(axis), "' in ",
                                                        where(dim), " of ", text(), " (mesh is ",
                                                        mesh.ToString(), ")"));
       }
@@ -245,13 +245,13 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
     for (const Use& use : uses) {
       if (use.digit.index != digit.index) continue;
       if (*use.ref == axis) {
-        return absl::InvalidArgumentError(absl::StrCat("mesh axis '", axis,
+        return absl::InvalidArgumentError(absl::StrCat("mesh axis '", Absl(axis),
                                                        "' is used twice in ", text(), " (",
                                                        where(use.dim), " and ", where(dim), ")"));
       }
       if (!Mesh::Compatible(use.digit, digit)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "mesh axis pieces '", *use.ref, "' (", where(use.dim), ") and '", axis, "' (",
+            "mesh axis pieces '", Absl(*use.ref), "' (", where(use.dim), ") and '", Absl(axis), "' (",
             where(dim), ") overlap or do not nest in ", text(), " (axis '",
             mesh.axes()[digit.index].name, "' has size ", mesh.axes()[digit.index].size, ")"));
       }
@@ -268,14 +268,14 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
                                                      dim.size, "; sizes must be >= 1"));
     }
     int64_t shards = 1;
-    for (const std::string& axis : dim.axes) {
+    for (const AxisName& axis : dim.axes) {
       if (absl::Status s = use_axis(axis, i); !s.ok()) return s;
       shards *= uses.back().digit.size;
     }
     if (dim.size % shards != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           where(i), " of ", text(), " has size ", dim.size, ", not divisible by ", shards,
-          " (the product of mesh axes ", absl::StrJoin(dim.axes, ","), ")"));
+          " (the product of mesh axes ", JoinAxes(dim.axes, ","), ")"));
     }
     if (elements > kInt64Max / dim.size) {
       return absl::InvalidArgumentError(
@@ -283,7 +283,7 @@ absl::Status Validate(const Mesh& mesh, const DistType& type) {
     }
     elements *= dim.size;
   }
-  for (const std::string& axis : type.partial) {
+  for (const AxisName& axis : type.partial) {
     if (absl::Status s = use_axis(axis, -1); !s.ok()) return s;
   }
   if (elements > kInt64Max / ElementBytes(type.element_type)) {
@@ -370,7 +370,7 @@ std::vector<int64_t> BlockOffset(const Mesh& mesh, const DistType& type, int64_t
 AxisList PartialInMeshOrder(const Mesh& mesh, const DistType& type) {
   AxisList axes = type.partial;
   // Mesh order, and within one axis major pieces (larger strides) first.
-  std::sort(axes.begin(), axes.end(), [&](const std::string& a, const std::string& b) {
+  std::sort(axes.begin(), axes.end(), [&](const AxisName& a, const AxisName& b) {
     const Mesh::Digit da = mesh.Resolve(a), db = mesh.Resolve(b);
     return da.index != db.index ? da.index < db.index : da.stride > db.stride;
   });
@@ -403,7 +403,7 @@ int64_t SummandSum(int64_t element, int64_t summands, int64_t modulus) {
   return sum;
 }
 
-int AxisUse(const DistType& type, std::string_view axis) {
+int AxisUse(const DistType& type, const AxisName& axis) {
   for (int i = 0; i < type.rank(); ++i) {
     if (ContainsAxis(type.dims[i].axes, axis)) return i;
   }

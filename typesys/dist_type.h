@@ -114,7 +114,7 @@ inline constexpr int64_t kSummandModulus = int64_t{1} << 20;
 // Where `axis` is used: the dimension index, kPartial, or kUnused.
 inline constexpr int kPartial = -1;
 inline constexpr int kUnused = -2;
-int AxisUse(const DistType& type, std::string_view axis);
+int AxisUse(const DistType& type, const AxisName& axis);
 
 // The partial axes sorted in mesh order (the canonical order for collectives over them).
 AxisList PartialInMeshOrder(const Mesh& mesh, const DistType& type);

@@ -155,28 +155,13 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
 }
 
 void Mesh::KeyNames() {
-  name_keys_.clear();
-  mid_keys_.clear();
-  for (const MeshAxis& axis : axes_) {
-    name_keys_.push_back(ShortNameKey(axis.name));
-    mid_keys_.push_back(MidNameKey(axis.name));
-  }
-  // No 8-15 byte name to find: left empty, so copies of the mesh carry no second list.
-  if (std::all_of(mid_keys_.begin(), mid_keys_.end(), [](const MidKey& k) { return k.hi == 0; })) {
-    mid_keys_.clear();
-  }
+  names_.clear();
+  for (const MeshAxis& axis : axes_) names_.push_back(AxisName(axis.name));
 }
 
 int Mesh::LongAxisIndex(std::string_view name) const {
-  if (name.empty()) return -1;
-  // Cheap rejections first: length, the first character, then the characters from the end,
-  // where atoms of one axis (`tensor:(1)2`, `tensor:(2)2`) differ.
   for (int i = 0; i < num_axes(); ++i) {
-    const std::string& candidate = axes_[i].name;
-    if (candidate.size() != name.size() || candidate[0] != name[0]) continue;
-    size_t k = name.size();
-    while (k > 0 && candidate[k - 1] == name[k - 1]) --k;
-    if (k == 0) return i;
+    if (axes_[i].name == name) return i;
   }
   return -1;
 }
@@ -255,20 +240,20 @@ bool Mesh::Compatible(const Digit& a, const Digit& b) {
   return major.stride % (minor.stride * minor.size) == 0;
 }
 
-int64_t Mesh::IndexOver(int64_t device, absl::Span<const std::string> axes) const {
+int64_t Mesh::IndexOver(int64_t device, absl::Span<const AxisName> axes) const {
   std::vector<int64_t> coordinates = Coordinates(device);
   int64_t index = 0;
-  for (const std::string& axis : axes) {
+  for (const AxisName& axis : axes) {
     const Digit digit = Resolve(axis);
     index = index * digit.size + (coordinates[digit.index] / digit.stride) % digit.size;
   }
   return index;
 }
 
-std::vector<int64_t> Mesh::Group(int64_t device, absl::Span<const std::string> axes) const {
+std::vector<int64_t> Mesh::Group(int64_t device, absl::Span<const AxisName> axes) const {
   std::vector<int64_t> base = Coordinates(device);
   std::vector<Digit> digits;
-  for (const std::string& axis : axes) digits.push_back(Resolve(axis));
+  for (const AxisName& axis : axes) digits.push_back(Resolve(axis));
   // Clear the digits the group varies; the rest identify the group.
   for (const Digit& d : digits) {
     base[d.index] -= (base[d.index] / d.stride) % d.size * d.stride;

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "typesys/axis_name.h"
 
 namespace reshard {
 
@@ -33,19 +33,13 @@ inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
 
 // A list of axis references (a dimension's axes, a type's partial axes, a collective's
 // groups), stored inline up to four: synthesis copies types constantly, and with vectors the
-// axis lists were about a third of its allocations (docs/benchmarks.md).
-using AxisList = absl::InlinedVector<std::string, 4>;
+// axis lists were about a third of its allocations (docs/benchmarks.md). Its elements are
+// AxisNames (trivially copyable), so a list copies as one memcpy.
+using AxisList = absl::InlinedVector<AxisName, 4>;
 
-// a == b for axis names, without a call to memcmp for names that differ in their first byte
-// (the synthesizer compares one-letter names constantly, and std::string's == calls memcmp
-// whenever the lengths agree).
-inline bool SameAxisName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && (a.empty() || (a[0] == b[0] && a.substr(1) == b.substr(1)));
-}
-
-inline bool ContainsAxis(const AxisList& list, std::string_view axis) {
-  for (const std::string& a : list) {
-    if (SameAxisName(a, axis)) return true;
+inline bool ContainsAxis(const AxisList& list, const AxisName& axis) {
+  for (const AxisName& a : list) {
+    if (a == axis) return true;
   }
   return false;
 }
@@ -56,8 +50,8 @@ template <typename Pred>
 void EraseAxesIf(AxisList& list, Pred pred) {
   list.erase(std::remove_if(list.begin(), list.end(), pred), list.end());
 }
-inline void EraseAxis(AxisList& list, std::string_view axis) {
-  EraseAxesIf(list, [axis](const std::string& a) { return a == axis; });
+inline void EraseAxis(AxisList& list, const AxisName& axis) {
+  EraseAxesIf(list, [&axis](const AxisName& a) { return a == axis; });
 }
 
 // A parsed axis reference: `axis` alone (size == 0), or the sub-axis `axis:(pre)size`.
@@ -111,29 +105,23 @@ class Mesh {
   int64_t num_devices() const { return num_devices_; }
 
   // Index of the axis named `name`, or -1 when there is none. (Inline: the synthesizer looks
-  // axes up by name tens of thousands of times per call, most through AxisSize and GroupSize.
-  // Short names keep their one-integer key: one two-integer key for every name cost the
-  // one-letter suite 1.5 % of its instructions.)
-  int AxisIndex(std::string_view name) const {
-    if (const uint64_t key = ShortNameKey(name); key != 0) {
-      const uint64_t* keys = name_keys_.data();
-      const int count = static_cast<int>(name_keys_.size());
-      for (int i = 0; i < count; ++i) {
-        if (keys[i] == key) return i;
-      }
-      return -1;
+  // axes up by name tens of thousands of times per call, most through AxisSize and GroupSize,
+  // with the AxisNames of its types: two word comparisons per axis.)
+  int AxisIndex(const AxisName& name) const {
+    const AxisName* names = names_.data();
+    const int count = static_cast<int>(names_.size());
+    for (int i = 0; i < count; ++i) {
+      if (names[i] == name) return i;
     }
-    if (const MidKey key = MidNameKey(name); key.hi != 0) {
-      const MidKey* keys = mid_keys_.data();
-      const int count = static_cast<int>(mid_keys_.size());
-      for (int i = 0; i < count; ++i) {
-        // `hi` first (not MidKey's ==): the atoms of one axis share their first 8 bytes.
-        if (keys[i].hi == key.hi && keys[i].lo == key.lo) return i;
-      }
-      return -1;
-    }
-    return LongAxisIndex(name);
+    return -1;
   }
+  // The same for text: a short name is packed into an AxisName (not interned), a long one
+  // compared as text (looking up an unknown name must not intern it).
+  int AxisIndex(std::string_view name) const {
+    return name.size() <= AxisName::kInlineChars ? AxisIndex(AxisName(name)) : LongAxisIndex(name);
+  }
+  int AxisIndex(const std::string& name) const { return AxisIndex(std::string_view(name)); }
+  int AxisIndex(const char* name) const { return AxisIndex(std::string_view(name)); }
   bool HasAxis(std::string_view name) const { return AxisIndex(name) >= 0; }
   // AxisIndex(name) where `name` must be an axis of this mesh, not a sub-axis reference (code
   // written for whole axes; refine types first, typesys/sub_axis.h): aborts naming it otherwise
@@ -141,15 +129,21 @@ class Mesh {
   int WholeAxisIndex(std::string_view name) const;
   // Size of a known axis or valid sub-axis reference (aborts on an unknown one: validate
   // first).
+  int64_t AxisSize(const AxisName& name) const {
+    const int index = AxisIndex(name);
+    return index >= 0 ? axes_[index].size : Resolve(name).size;
+  }
   int64_t AxisSize(std::string_view name) const {
     const int index = AxisIndex(name);
     return index >= 0 ? axes_[index].size : Resolve(name).size;
   }
+  int64_t AxisSize(const std::string& name) const { return AxisSize(std::string_view(name)); }
+  int64_t AxisSize(const char* name) const { return AxisSize(std::string_view(name)); }
   // Product of the sizes of known, distinct axis references (1 for an empty list). (Inline:
   // every local size the synthesizer computes calls it.)
-  int64_t GroupSize(absl::Span<const std::string> axes) const {
+  int64_t GroupSize(absl::Span<const AxisName> axes) const {
     int64_t size = 1;
-    for (const std::string& axis : axes) size *= AxisSize(axis);
+    for (const AxisName& axis : axes) size *= AxisSize(axis);
     return size;
   }
 
@@ -178,10 +172,10 @@ class Mesh {
   // most significant).
   // This is the device's block index for a dimension sharded over `axes`, and its index in
   // the group of a collective over `axes`.
-  int64_t IndexOver(int64_t device, absl::Span<const std::string> axes) const;
+  int64_t IndexOver(int64_t device, absl::Span<const AxisName> axes) const;
   // The group of `device` for a collective over `axes`: every device that agrees with it on
   // all other axes, ordered by IndexOver(., axes).
-  std::vector<int64_t> Group(int64_t device, absl::Span<const std::string> axes) const;
+  std::vector<int64_t> Group(int64_t device, absl::Span<const AxisName> axes) const;
 
   // Canonical text, e.g. "x=2,y=4". ParseMesh(ToString()) == *this for meshes whose axes are
   // identifiers; a refined mesh's atoms (`x:(1)2`, typesys/sub_axis.h) print but do not parse
@@ -196,57 +190,16 @@ class Mesh {
   // which are valid by construction: Create's checks, which parse every name, are skipped.
   static Mesh FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices);
 
-  // Sets name_keys_ from axes_ (every constructor that fills axes_ calls it).
+  // Sets names_ from axes_ (every constructor that fills axes_ calls it).
   void KeyNames();
-  // `name`'s length and bytes packed into an integer (length in the top byte, then the bytes,
-  // first lowest) when it has 1 to 7 bytes; else 0. Two short names have the same key exactly
-  // when they are equal.
-  static uint64_t ShortNameKey(std::string_view name) {
-    const size_t n = name.size();
-    if (n == 0 || n >= sizeof(uint64_t)) return 0;
-    const char* p = name.data();
-    uint64_t bytes = 0;
-    if (n >= 4) {  // Two 4-byte loads that overlap when n < 8 (the overlap ORs equal bytes).
-      uint32_t low, high;
-      std::memcpy(&low, p, 4);
-      std::memcpy(&high, p + n - 4, 4);
-      bytes = uint64_t{low} | uint64_t{high} << (8 * (n - 4));
-    } else {
-      for (size_t i = 0; i < n; ++i) bytes |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-    }
-    return bytes | uint64_t{n} << 56;
-  }
-  // `name` packed into two integers when it has 8 to 15 bytes: bytes 0-7 in `lo`, 8-14 in
-  // `hi` (first lowest, zero-padded) and the length in hi's top byte; else {0, 0}. Two such
-  // names have the same key exactly when they are equal.
-  struct MidKey {
-    uint64_t lo = 0, hi = 0;
-    bool operator==(const MidKey&) const = default;
-  };
-  static MidKey MidNameKey(std::string_view name) {
-    const size_t n = name.size();
-    if (n < sizeof(uint64_t) || n >= 2 * sizeof(uint64_t)) return {};
-    MidKey key;
-    std::memcpy(&key.lo, name.data(), 8);
-    uint64_t tail = 0;  // The last 8 bytes, shifted down to those past the first 8.
-    std::memcpy(&tail, name.data() + n - 8, 8);
-    key.hi = (n > 8 ? tail >> (8 * (16 - n)) : 0) | uint64_t{n} << 56;
-    return key;
-  }
-  // AxisIndex for names neither key packs (empty, or of 16 bytes or more).
+  // AxisIndex for names longer than AxisName::kInlineChars.
   int LongAxisIndex(std::string_view name) const;
 
   std::vector<MeshAxis> axes_;
   int64_t num_devices_ = 0;
-  // Per axis, its name packed into an integer (ShortNameKey; 0 for names of 8
-  // bytes or more). AxisIndex runs on every path that names axes by string, and comparing one
-  // integer per axis halves its cost on the atoms of refined meshes (`x:(1)2`), which share
-  // their first and last characters. Derived from axes_, so equality is unaffected.
-  absl::InlinedVector<uint64_t, 8> name_keys_;
-  // The same for names of 8 to 15 bytes (MidNameKey; {0, 0} for the others; empty when no
-  // name has that length): the atoms of production-style axis names (`tensor:(1)2`), which
-  // would otherwise be compared character by character.
-  absl::InlinedVector<MidKey, 8> mid_keys_;
+  // Per axis, its name as an AxisName: AxisIndex compares these rather than strings. Derived
+  // from axes_, so equality is unaffected.
+  absl::InlinedVector<AxisName, 8> names_;
 };
 
 // Parses `name=size,name=size,...` (whitespace around tokens is ignored). InvalidArgument with

@@ -128,7 +128,7 @@ int64_t LowerBoundBytesTotal(const Mesh& mesh, const DistType& source, const Dis
   const int64_t element_bytes = ElementBytes(target.element_type);
   const int64_t target_elements = LocalElements(mesh, target);
   bool reduces = false;
-  for (const std::string& axis : source.partial) {
+  for (const AxisName& axis : source.partial) {
     // A size-1 partial axis sums a single summand: devices already hold the value.
     if (AxisUse(target, axis) != kPartial && mesh.AxisSize(axis) > 1) reduces = true;
   }

@@ -34,21 +34,21 @@ bool IsPiece(const Mesh& mesh, std::string_view axis) {
 }
 
 // Appends the references of `axes` that are pieces of `mesh`'s axes to `out`.
-void AppendSubAxes(const Mesh& mesh, absl::Span<const std::string> axes, AxisList* out) {
-  for (const std::string& axis : axes) {
+void AppendSubAxes(const Mesh& mesh, absl::Span<const AxisName> axes, AxisList* out) {
+  for (const AxisName& axis : axes) {
     if (IsPiece(mesh, axis)) out->push_back(axis);
   }
 }
 
-bool AnySubAxis(const Mesh& mesh, absl::Span<const std::string> axes) {
+bool AnySubAxis(const Mesh& mesh, absl::Span<const AxisName> axes) {
   return std::any_of(axes.begin(), axes.end(),
-                     [&](const std::string& a) { return IsPiece(mesh, a); });
+                     [&](const AxisName& a) { return IsPiece(mesh, a); });
 }
 
 // CanonicalAxisList of a list with some sub-axis.
-AxisList MergedPieces(const Mesh& mesh, absl::Span<const std::string> axes) {
+AxisList MergedPieces(const Mesh& mesh, absl::Span<const AxisName> axes) {
   std::vector<Mesh::Digit> digits;
-  for (const std::string& axis : axes) {
+  for (const AxisName& axis : axes) {
     const Mesh::Digit d = mesh.Resolve(axis);
     if (!digits.empty() && Continues(digits.back(), d)) {
       digits.back() = Merge(digits.back(), d);
@@ -99,7 +99,7 @@ bool HasPrimeAxes(const Mesh& mesh) {
   return true;
 }
 
-AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes) {
+AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const AxisName> axes) {
   if (!AnySubAxis(mesh, axes)) return AxisList(axes.begin(), axes.end());
   return MergedPieces(mesh, axes);
 }
@@ -109,7 +109,7 @@ DistType Canonicalize(const Mesh& mesh, DistType type) {
   if (!AnySubAxis(mesh, type.partial)) return type;
   // A set: merge any two adjacent pieces of one axis, keeping the first one's position.
   std::vector<Mesh::Digit> digits;
-  for (const std::string& axis : type.partial) digits.push_back(mesh.Resolve(axis));
+  for (const AxisName& axis : type.partial) digits.push_back(mesh.Resolve(axis));
   for (bool merged = true; merged;) {
     merged = false;
     for (size_t i = 0; i < digits.size() && !merged; ++i) {
@@ -178,7 +178,7 @@ AxisList SubAxisRefs(const Plan& plan) {
 }
 
 absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
-                                                      absl::Span<const std::string> refs,
+                                                      absl::Span<const AxisName> refs,
                                                       bool prime_factors) {
   AxisRefinement r;
   r.mesh_ = mesh;
@@ -213,7 +213,7 @@ absl::StatusOr<AxisRefinement> AxisRefinement::Create(const Mesh& mesh,
   // Per axis: breakpoint -> the reference that introduced it (for error messages).
   std::vector<std::vector<std::pair<int64_t, std::string_view>>> points(mesh.num_axes());
   for (auto ref_it = refs.begin(); ref_it != refs.end(); ++ref_it) {
-    const std::string& ref = *ref_it;
+    const AxisName& ref = *ref_it;
     // A repeat adds the same breakpoints (plans list each piece once per step that names it).
     if (std::find(refs.begin(), ref_it, ref) != ref_it) continue;
     if (absl::Status s = mesh.CheckAxisRef(ref); !s.ok()) return s;
@@ -288,10 +288,10 @@ void AxisRefinement::AppendAtoms(std::string_view ref, AxisList& out) const {
   RESHARD_CHECK(covered == d.size) << "'" << ref << "' does not nest with the refinement";
 }
 
-AxisList AxisRefinement::RefineList(absl::Span<const std::string> axes) const {
+AxisList AxisRefinement::RefineList(absl::Span<const AxisName> axes) const {
   AxisList out;
   out.reserve(axes.size());
-  for (const std::string& axis : axes) AppendAtoms(axis, out);
+  for (const AxisName& axis : axes) AppendAtoms(axis, out);
   return out;
 }
 

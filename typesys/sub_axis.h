@@ -46,7 +46,7 @@ namespace reshard {
 
 // Merges adjacent pieces of one axis in a major-to-minor list (`x:(1)2,x:(2)2` -> `x`); other
 // references are kept in place. The references must be valid on `mesh`.
-AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const std::string> axes);
+AxisList CanonicalAxisList(const Mesh& mesh, absl::Span<const AxisName> axes);
 // The canonical form of a type valid on `mesh`: every dimension's list merged as above, and the
 // partial axes merged as a set (pieces of one axis that are adjacent in any order merge).
 DistType Canonicalize(const Mesh& mesh, DistType type);
@@ -80,7 +80,7 @@ class AxisRefinement {
   // axis. InvalidArgument naming the reference that is not valid on `mesh`, or two that do
   // not nest.
   static absl::StatusOr<AxisRefinement> Create(const Mesh& mesh,
-                                               absl::Span<const std::string> refs,
+                                               absl::Span<const AxisName> refs,
                                                bool prime_factors = false);
 
   const Mesh& mesh() const { return mesh_; }
@@ -100,7 +100,7 @@ class AxisRefinement {
   // Atoms(ref) appended to `out`, and the atoms of every reference of `axes` (the lists the
   // Refine overloads build, without a vector per reference).
   void AppendAtoms(std::string_view ref, AxisList& out) const;
-  AxisList RefineList(absl::Span<const std::string> axes) const;
+  AxisList RefineList(absl::Span<const AxisName> axes) const;
 
   Mesh mesh_;
   Mesh refined_;
