@@ -533,7 +533,7 @@ std::vector<Step> GreedySteps(const Mesh& mesh, const DistType& from, const Dist
   // is all-gathered (with the axes nested inside it), unless it is innermost in its
   // dimension and bound for another dimension (then pass 2 moves it with one all_to_all).
   for (int a = mesh.num_axes() - 1; a >= 0; --a) {
-    const std::string& axis = mesh.axes()[a].name;
+    const AxisName& axis = mesh.axis_name(a);
     Place p = PlaceOf(b.current(), axis);
     if (p.dim < 0 || InPlace(b.current(), to, axis)) continue;
     const AxisList& list = b.current().dims[p.dim].axes;

@@ -217,7 +217,7 @@ class Compact {
     element_bytes_ = ElementBytes(from.element_type);
     bool size_one = false;
     for (int a = 0; a < num_axes_; ++a) {
-      const std::string& name = mesh.axes()[a].name;
+      const AxisName& name = mesh.axis_name(a);
       if (size_[a] > 1 || AxisUse(from, name) != kUnused || AxisUse(to, name) != kUnused) {
         relevant_.push_back(a);
         relevant_mask_ |= 1u << a;

@@ -51,7 +51,7 @@ std::vector<Role> BlockRoles(const Mesh& mesh, const DistType& type) {
   }
   int64_t stride = 1;
   for (int a = mesh.num_axes() - 1; a >= 0; --a) {
-    if (ContainsAxis(type.partial, mesh.axes()[a].name)) {
+    if (ContainsAxis(type.partial, mesh.axis_name(a))) {
       roles[a] = Role{type.rank(), stride};
       stride *= mesh.axes()[a].size;
     }
@@ -529,7 +529,7 @@ void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights) {
   // dimensions' block indices follow, the last dimension least significant.
   int64_t factor = 1;
   for (int a = mesh.num_axes() - 1; a >= 0; --a) {
-    if (ContainsAxis(type.partial, mesh.axes()[a].name)) {
+    if (ContainsAxis(type.partial, mesh.axis_name(a))) {
       weights[a] = factor;
       factor *= mesh.axes()[a].size;
     }

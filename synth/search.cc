@@ -68,7 +68,7 @@ double SliceBoundUs(const Mesh& mesh, const CostModel& model, const DistType& ty
   for (int a = 0; a < k; ++a) {
     gbps[a] = model.Axis(mesh.axes()[a].name).gbps;
     sizes[a] = mesh.axes()[a].size;
-    eligible[a] = sizes[a] > 1 && !ContainsAxis(type.partial, mesh.axes()[a].name);
+    eligible[a] = sizes[a] > 1 && !ContainsAxis(type.partial, mesh.axis_name(a));
   }
   std::vector<internal::SliceDim> dims(type.rank());
   std::vector<internal::SliceDigits> type_digits(type.rank()), target_digits(type.rank());

@@ -1123,6 +1123,11 @@ void Prepare(const Mesh& mesh, const DistType& from, const DistType& to, const C
            .half;
 }
 
+// What Valley returns for a candidate it drops (no middle within the budget, none found):
+// NotFound without a message, which absl::Status holds inline, where a message would cost an
+// allocation per dropped candidate (dozens per call).
+absl::Status DroppedCandidate() { return absl::Status(absl::StatusCode::kNotFound, ""); }
+
 // The middle of one valley through a candidate (prepared from `halves`), or its status, with
 // the valley's total bytes and (with `model`) its modeled µs before rounding, equal to
 // TotalBytes and CostUs of the joined steps (JoinValley). `budget` is the total bytes of the
@@ -1143,7 +1148,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
   if (c.built_middle && !(x == c.y)) {
     StepBuilder middle(mesh, x);
     if (!GreedyMiddle(mesh, c.y, middle, /*loose=*/true)) {
-      return absl::NotFoundError("no middle of all_to_alls");
+      return DroppedCandidate();
     }
     bytes += TotalBytes(mesh, x, middle.steps());
     if (model != nullptr) AddUs(us, StepsUs(mesh, x, middle.steps(), *model));
@@ -1162,14 +1167,14 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     options.allow_all_reduce = options.allow_reduce_scatter = false;
     if (model == nullptr) {
       options.max_cost = budget - c.down->bytes - c.up->bytes;
-      if (options.max_cost < 0) return absl::NotFoundError("over budget");
+      if (options.max_cost < 0) return DroppedCandidate();
     } else {
       options.cost_model = model;
       double down_us = 0, up_us = 0;
       AddUs(down_us, c.down->us);
       AddUs(up_us, c.up->us);
       options.max_cost_us = budget_us - down_us - up_us + 1e-9;
-      if (options.max_cost_us < 0) return absl::NotFoundError("over budget");
+      if (options.max_cost_us < 0) return DroppedCandidate();
     }
     // When x and y hold blocks of one shape and sum over the same axes, one permute is a
     // middle, priced here: blocks of one shape on one grid are equal or disjoint, so every
@@ -1193,7 +1198,7 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
           permute->us <= OneMessageUs(mesh, *model, options.max_local_bytes) * (1 + 1e-9);
       const bool within = model == nullptr ? permute->bytes <= options.max_cost
                                            : permute->us <= options.max_cost_us;
-      if (!within && optimal) return absl::NotFoundError("over budget");
+      if (!within && optimal) return DroppedCandidate();
       if (within) {
         options.incumbent = SearchOptions::Incumbent{permute->us, permute->bytes};
         search = !optimal;
@@ -1203,9 +1208,9 @@ absl::StatusOr<std::vector<Step>> Valley(const Mesh& mesh, const DistType& from,
     }
     SearchStats stats;
     internal::MiddlePath path;
-    absl::StatusOr<std::vector<Step>> middle = absl::NotFoundError("not searched");
+    absl::StatusOr<std::vector<Step>> middle = DroppedCandidate();  // Not searched.
     if (search && !left.search) {
-      middle = absl::ResourceExhaustedError("this pass searches no middle");
+      middle = absl::Status(absl::StatusCode::kResourceExhausted, "");  // No search here.
     } else if (search) {
       // SearchPlan(mesh, x, y, options) on compact types: same result, stats and work.
       middle = internal::MiddleSearch(mesh, x, c.y, options, classes, &stats, &path);

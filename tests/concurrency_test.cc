@@ -1,6 +1,7 @@
 // concurrency_test.cc — the core is safe to call from several threads (synth/synthesize.h):
 // Synthesize, CheckPlan, PlanToJson and RunPlan called at once from several threads, on
-// arguments the threads share, give what they give on one thread; so does a shared PlanCache.
+// arguments the threads share, give what they give on one thread; so does a shared PlanCache,
+// and so does interning long axis names (typesys/axis_name.h).
 // scripts/test.sh also runs this binary under ThreadSanitizer (build-tsan/), which reports any
 // data race between them.
 #include <memory>
@@ -13,6 +14,7 @@
 #include "interp/interpreter.h"
 #include "synth/plan_cache.h"
 #include "synth/synthesize.h"
+#include "typesys/axis_name.h"
 #include "typesys/cost_model.h"
 #include "typesys/plan.h"
 
@@ -36,6 +38,10 @@ const Case kCases[] = {
     {"x=2,y=1,z=4", "f32[32{z},8] partial{x}", "f32[32{x,y},8{z}]", ""},
     {"x=2,y=2", "f32[768,48{x}]", "f32[768,48{y,x}]", "x=1:300,y=5:100"},
     {"x=3,y=2", "f32[48,96{x,y}]", "f32[48{x},96]", ""},
+    // Names beyond AxisName's 15 bytes, and their atoms, are interned by every call.
+    {"data_parallel_replica=2,tensor_model_parallel=4",
+     "f32[16{data_parallel_replica},16{tensor_model_parallel}]",
+     "f32[16{tensor_model_parallel},16{data_parallel_replica}]", ""},
 };
 
 struct Call {
@@ -144,6 +150,33 @@ TEST(Concurrency, ThreadsShareAPlanCache) {
   const PlanCache::Stats stats = cache.stats();
   EXPECT_EQ(stats.hits + stats.misses, kThreads * kRounds);
   EXPECT_LE(stats.results, 3);
+}
+
+TEST(Concurrency, InternsLongAxisNamesOnce) {
+  // Threads intern the same and different long axis names (typesys/axis_name.h) at once;
+  // every value reads back and equal names share one copy.
+  constexpr int kThreads = 4, kNames = 200;
+  std::vector<std::vector<AxisName>> made(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &made] {
+      for (int i = 0; i < kNames; ++i) {
+        made[t].push_back(AxisName("a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
+                                   (i % 2 == 0 ? "" : "_t" + std::to_string(t))));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kNames; ++i) {
+      const std::string text = "a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
+                               (i % 2 == 0 ? "" : "_t" + std::to_string(t));
+      EXPECT_EQ(made[t][i].view(), text);
+      if (i % 2 == 0) {
+        EXPECT_EQ(made[t][i].view().data(), made[0][i].view().data());
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -120,33 +119,6 @@ TEST(AxisNameTest, HoldsShortNamesInPlaceAndInternsLongOnes) {
   EXPECT_TRUE(set.contains(AxisName(fifteen)));
   EXPECT_TRUE(set.contains(AxisName(sixteen)));
   EXPECT_FALSE(set.contains(AxisName("y")));
-}
-
-TEST(AxisNameTest, InterningIsThreadSafe) {
-  // Threads intern the same and different long names at once; every value reads back and
-  // equal names share one copy.
-  constexpr int kThreads = 4, kNames = 200;
-  std::vector<std::vector<AxisName>> made(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([t, &made] {
-      for (int i = 0; i < kNames; ++i) {
-        made[t].push_back(AxisName("a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
-                                   (i % 2 == 0 ? "" : "_t" + std::to_string(t))));
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  for (int t = 0; t < kThreads; ++t) {
-    for (int i = 0; i < kNames; ++i) {
-      const std::string text = "a_long_axis_name_" + std::to_string(i % (kNames / 2)) +
-                               (i % 2 == 0 ? "" : "_t" + std::to_string(t));
-      EXPECT_EQ(made[t][i].view(), text);
-      if (i % 2 == 0) {
-        EXPECT_EQ(made[t][i].view().data(), made[0][i].view().data());
-      }
-    }
-  }
 }
 
 TEST(MeshTest, RowMajorCoordinates) {

@@ -101,6 +101,8 @@ class Mesh {
   Mesh() = default;  // An empty mesh, only useful as a placeholder before assignment.
 
   const std::vector<MeshAxis>& axes() const { return axes_; }
+  // axes()[index].name as an AxisName (for AxisLists and lookups: no conversion per use).
+  const AxisName& axis_name(int index) const { return names_[index]; }
   int num_axes() const { return static_cast<int>(axes_.size()); }
   int64_t num_devices() const { return num_devices_; }
 

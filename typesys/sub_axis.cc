@@ -281,7 +281,7 @@ void AxisRefinement::AppendAtoms(std::string_view ref, AxisList& out) const {
   int64_t covered = 1;
   for (size_t j = 0; j + 1 < b.size(); ++j) {
     if (b[j] >= begin && b[j + 1] <= end) {
-      out.push_back(refined_.axes()[first + j].name);
+      out.push_back(refined_.axis_name(static_cast<int>(first + j)));
       covered *= b[j + 1] / b[j];
     }
   }
