@@ -59,6 +59,26 @@ std::vector<AxisRole> KeyRoles(const Mesh& mesh, const DistType& type);
 // every permute of every candidate valley: role vectors were most of its cost).
 void KeyWeights(const Mesh& mesh, const DistType& type, int64_t* weights);
 
+// keys[d] = sum_i digit_i(d) * weights[i] for every d < prod(sizes), where d counts in mixed
+// radix `sizes` (digit 0 most major, as device ids count over mesh axes): every device's key
+// in id order, e.g. from KeyWeights. Built digit by digit, each key so far expanded in place by
+// the next digit's values: one add per key, where an odometer over the digits cost ~35
+// instructions per device. `keys` holds prod(sizes) values.
+inline void RowMajorKeys(absl::Span<const int64_t> sizes, const int64_t* weights, int64_t* keys) {
+  keys[0] = 0;
+  int64_t filled = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t size = sizes[i], w = weights[i];
+    // From the back, so that no key is overwritten before it is expanded.
+    for (int64_t j = filled - 1; j >= 0; --j) {
+      const int64_t base = keys[j];
+      int64_t* out = keys + j * size;
+      for (int64_t c = size - 1; c >= 0; --c) out[c] = base + c * w;
+    }
+    filled *= size;
+  }
+}
+
 // Meshes of at most this many devices have placement keys below 256 (a key numbers one of at
 // most `devices` placements), so one byte per device holds them: see PlacementKeyBytes.
 inline constexpr int64_t kKeyByteDevices = 256;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "synth/placement.h"
@@ -16,28 +17,16 @@
 namespace reshard::internal {
 namespace {
 
-// Every device's placement key for `type` (KeyWeights), in id order (odometer over the
-// coordinates). Two types with the same local shape and partial axes have the same radices,
-// so their keys agree exactly where block and summand agree.
+// Every device's placement key for `type` (KeyWeights), in id order. Two types with the same
+// local shape and partial axes have the same radices, so their keys agree exactly where block
+// and summand agree.
 std::vector<int64_t> Keys(const Mesh& mesh, const DistType& type) {
-  std::vector<int64_t> weight(mesh.num_axes());
-  KeyWeights(mesh, type, weight.data());
   const int k = mesh.num_axes();
-  const int64_t n = mesh.num_devices();
-  std::vector<int64_t> keys(n);
-  std::vector<int64_t> coord(k, 0);
-  int64_t key = 0;
-  for (int64_t d = 0; d < n; ++d) {
-    keys[d] = key;
-    for (int i = k - 1; i >= 0; --i) {
-      if (++coord[i] < mesh.axes()[i].size) {
-        key += weight[i];
-        break;
-      }
-      key -= weight[i] * (mesh.axes()[i].size - 1);
-      coord[i] = 0;
-    }
-  }
+  absl::InlinedVector<int64_t, 8> weight(k), size(k);
+  KeyWeights(mesh, type, weight.data());
+  for (int i = 0; i < k; ++i) size[i] = mesh.axes()[i].size;
+  std::vector<int64_t> keys(mesh.num_devices());
+  RowMajorKeys(size, weight.data(), keys.data());
   return keys;
 }
 

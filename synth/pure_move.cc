@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "synth/placement.h"
 #include "typesys/check.h"
 #include "typesys/collective.h"
 #include "typesys/sub_axis.h"
@@ -224,25 +225,16 @@ std::vector<std::pair<int64_t, int64_t>> PermutePairs(const Lists& in, const Lis
   };
   const std::array<int64_t, kMaxAtoms> w_in = weights(in);
   const std::array<int64_t, kMaxAtoms> w_out = weights(out);
-  std::vector<int64_t> held(devices), needed_by(devices);
-  std::array<int64_t, kMaxAtoms> digit{};
-  int64_t key_in = 0;
-  int64_t key_out = 0;
-  for (int64_t d = 0; d < devices; ++d) {
-    held[d] = key_in;
-    needed_by[key_out] = d;
-    for (int a = n - 1; a >= 0; --a) {  // The next device id, digit by digit.
-      if (++digit[a] < p) {
-        key_in += w_in[a];
-        key_out += w_out[a];
-        break;
-      }
-      digit[a] = 0;
-      key_in -= w_in[a] * (p - 1);
-      key_out -= w_out[a] * (p - 1);
-    }
-  }
+  // Device ids count in n digits of radix p (every atom has size p).
+  std::array<int64_t, kMaxAtoms> radices;
+  std::fill(radices.begin(), radices.begin() + n, p);
+  const absl::Span<const int64_t> digits(radices.data(), n);
+  std::vector<int64_t> held(devices), out_key(devices), needed_by(devices);
+  RowMajorKeys(digits, w_in.data(), held.data());
+  RowMajorKeys(digits, w_out.data(), out_key.data());
+  for (int64_t d = 0; d < devices; ++d) needed_by[out_key[d]] = d;
   std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(devices);
   for (int64_t d = 0; d < devices; ++d) {
     if (const int64_t t = needed_by[held[d]]; t != d) pairs.emplace_back(d, t);
   }
