@@ -10,11 +10,13 @@
 //   std::string_view v = a;                // "y:(1)2", the bytes held by `a`
 //   a == "y:(1)2";                         // true
 //
-// Names of up to kInlineChars bytes (every one-word axis name and most sub-axis references)
-// are stored in place; longer ones are interned once, process-wide, in a table that is never
-// freed (thread-safe; an application names few distinct axes), and the value holds a pointer
-// to the interned copy. A name is either short or interned, never both, so byte equality of
-// two values is equality of the names.
+// Names of up to kInlineChars bytes (`data`, `tensor`, atoms such as `tensor:(1)2`) are stored
+// in place; longer ones are interned once, process-wide, in a table that is never freed
+// (thread-safe), and the value holds a pointer to the interned copy. A name is either short or
+// interned, never both, so byte equality of two values is equality of the names. A program
+// names few distinct axes; one that builds types from unboundedly many distinct long names
+// (say, a service parsing untrusted input) grows the table by each. Mesh::AxisIndex looks text
+// up without interning it.
 #ifndef RESHARD_TYPESYS_AXIS_NAME_H_
 #define RESHARD_TYPESYS_AXIS_NAME_H_
 
