@@ -282,8 +282,8 @@ class Compact {
     // Every state's dimensions use at most the axes that are not partial in `to` (those stay
     // partial throughout).
     int pool = 0;
-    for (const MeshAxis& axis : mesh.axes()) {
-      if (AxisUse(to, axis.name) != kPartial) ++pool;
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      if (AxisUse(to, mesh.axis_name(a)) != kPartial) ++pool;
     }
     return pool + from.rank() - 1 <= kMaxNibbles;
   }

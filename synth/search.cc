@@ -147,10 +147,11 @@ class Searcher {
       uniform_ = options_.cost_model->UniformOn(mesh);
     }
     bool size_one = false;
-    for (const MeshAxis& axis : mesh.axes()) {
-      if (axis.size > 1 || AxisUse(from_, axis.name) != kUnused ||
-          AxisUse(to_, axis.name) != kUnused) {
-        relevant_axes_.push_back(axis.name);
+    for (int a = 0; a < mesh.num_axes(); ++a) {
+      const MeshAxis& axis = mesh.axes()[a];
+      const AxisName& name = mesh.axis_name(a);
+      if (axis.size > 1 || AxisUse(from_, name) != kUnused || AxisUse(to_, name) != kUnused) {
+        relevant_axes_.push_back(name);
         size_one |= axis.size == 1;
       }
     }
@@ -763,9 +764,10 @@ constexpr int kMaxSizeOneAxesInPlay = 16;
 
 absl::Status CheckSearchable(const Mesh& mesh, const DistType& from, const DistType& to) {
   int size_one = 0;
-  for (const MeshAxis& axis : mesh.axes()) {
-    if (axis.size == 1 &&
-        (AxisUse(from, axis.name) != kUnused || AxisUse(to, axis.name) != kUnused)) {
+  for (int a = 0; a < mesh.num_axes(); ++a) {
+    const AxisName& name = mesh.axis_name(a);
+    if (mesh.axes()[a].size == 1 &&
+        (AxisUse(from, name) != kUnused || AxisUse(to, name) != kUnused)) {
       ++size_one;
     }
   }

@@ -27,6 +27,8 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/types/span.h"
+
 namespace reshard {
 
 class AxisName {
@@ -60,7 +62,6 @@ class AxisName {
   std::string str() const { return std::string(view()); }
   size_t size() const { return view().size(); }
   bool empty() const { return bytes_[kLengthByte] == 0; }
-  char operator[](size_t i) const { return view()[i]; }
 
   friend bool operator==(const AxisName& a, const AxisName& b) {
     return a.Word(0) == b.Word(0) && a.Word(1) == b.Word(1);
@@ -99,18 +100,13 @@ static_assert(sizeof(AxisName) == 16);
 
 // The names joined by `separator` (absl::StrJoin takes no AxisName: Debian's Abseil has its
 // own string_view, absl_compat.h).
-inline std::string JoinAxes(const AxisName* begin, const AxisName* end,
-                            std::string_view separator) {
+inline std::string JoinAxes(absl::Span<const AxisName> names, std::string_view separator) {
   std::string out;
-  for (const AxisName* a = begin; a != end; ++a) {
-    if (a != begin) out.append(separator);
-    out.append(a->view());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out.append(separator);
+    out.append(names[i].view());
   }
   return out;
-}
-template <typename List>
-std::string JoinAxes(const List& names, std::string_view separator) {
-  return JoinAxes(names.data(), names.data() + names.size(), separator);
 }
 
 }  // namespace reshard

@@ -138,7 +138,7 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes) {
     mesh.num_devices_ *= axis.size;
   }
   mesh.axes_ = std::move(axes);
-  mesh.KeyNames();
+  mesh.NameAxes();
   return mesh;
 }
 
@@ -146,7 +146,7 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
   Mesh mesh;
   mesh.axes_ = std::move(atoms);
   mesh.num_devices_ = num_devices;
-  mesh.KeyNames();
+  mesh.NameAxes();
 #ifndef NDEBUG
   const absl::StatusOr<Mesh> checked = Create(mesh.axes_);
   RESHARD_CHECK(checked.ok() && checked->num_devices_ == num_devices) << checked.status();
@@ -154,7 +154,7 @@ Mesh Mesh::FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices) {
   return mesh;
 }
 
-void Mesh::KeyNames() {
+void Mesh::NameAxes() {
   names_.clear();
   for (const MeshAxis& axis : axes_) names_.push_back(AxisName(axis.name));
 }

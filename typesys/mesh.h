@@ -193,7 +193,7 @@ class Mesh {
   static Mesh FromAtoms(std::vector<MeshAxis> atoms, int64_t num_devices);
 
   // Sets names_ from axes_ (every constructor that fills axes_ calls it).
-  void KeyNames();
+  void NameAxes();
   // AxisIndex for names longer than AxisName::kInlineChars.
   int LongAxisIndex(std::string_view name) const;
 
